@@ -1,0 +1,96 @@
+#include "labkit/checker.hpp"
+
+#include <filesystem>
+#include <iostream>
+
+#include "labkit/binary_io.hpp"
+#include "labkit/cli.hpp"
+#include "labkit/exit_codes.hpp"
+#include "labkit/report.hpp"
+
+namespace labkit {
+namespace {
+
+namespace fs = std::filesystem;
+
+CaseReport check_dumped_case(const Problem& problem, const CaseSpec& spec, const CheckerOptions& options) {
+    std::vector<HostArray> got;
+    for (const auto& out : problem.outputs) {
+        const fs::path path = fs::path(options.dump_dir) / (spec.name + "." + out.name + ".bin");
+        if (!fs::exists(path))
+            return {spec.name, "missing",
+                    "no output " + out.name + " was dumped for case " + spec.name +
+                        " (the program stopped before this case, or never wrote " + path.filename().string() + ")",
+                    {}};
+        try {
+            HostArray array = read_array(path);
+            if (array.dtype != out.dtype)
+                return {spec.name, "malformed",
+                        path.filename().string() + " holds " + std::string(dtype_name(array.dtype)) +
+                            " but output " + out.name + " is " + std::string(dtype_name(out.dtype)),
+                        {}};
+            got.push_back(std::move(array));
+        } catch (const FormatError& e) {
+            return {spec.name, "malformed", e.what(), {}};
+        }
+    }
+    const auto inputs = problem.make_inputs(spec, options.seed);
+    return check_case(problem, spec, problem.reference(spec, inputs), got);
+}
+
+}  // namespace
+
+int checker_main(int argc, char** argv, const Problem& problem) {
+    const std::string program = argc > 0 ? fs::path(argv[0]).filename().string() : problem.name + "_checker";
+    CheckerOptions options;
+    try {
+        options = parse_checker_options(std::vector<std::string>(argv + 1, argv + argc));
+    } catch (const UsageError& e) {
+        std::cerr << program << ": " << e.what() << "\n" << checker_usage(program);
+        return kExitUsage;
+    }
+    if (options.help) {
+        std::cout << checker_usage(program);
+        return kExitPassed;
+    }
+
+    std::vector<const CaseSpec*> selected;
+    try {
+        if (options.cases.empty() && options.bench_cases.empty())
+            for (const auto& c : problem.cases) selected.push_back(&c);
+        for (const auto& name : options.cases) {
+            const CaseSpec* c = find_case(problem.cases, name);
+            if (!c) throw UsageError("there is no case '" + name + "' in lab " + problem.name);
+            selected.push_back(c);
+        }
+        for (const auto& name : options.bench_cases) {
+            const CaseSpec* c = find_case(problem.bench_cases, name);
+            if (!c) throw UsageError("there is no bench case '" + name + "' in lab " + problem.name);
+            selected.push_back(c);
+        }
+    } catch (const UsageError& e) {
+        std::cerr << program << ": " << e.what() << "\n";
+        return kExitUsage;
+    }
+
+    try {
+        Json cases = Json::array();
+        bool all_passed = true;
+        for (const CaseSpec* spec : selected) {
+            const CaseReport report = check_dumped_case(problem, *spec, options);
+            all_passed = all_passed && report.status == "passed";
+            std::cout << (report.status == "passed" ? "PASS " : "FAIL ") << spec->name << ": " << report.message
+                      << "\n";
+            cases.push_back(to_json(report, *spec));
+        }
+        const Json verdict{{"schema", kVerdictSchema}, {"lab", problem.name}, {"seed", options.seed},
+                           {"all_passed", all_passed}, {"cases", cases}};
+        write_json_file(options.verdict_path, verdict);
+        return all_passed ? kExitPassed : kExitFailed;
+    } catch (const std::exception& e) {
+        std::cerr << program << ": internal error: " << e.what() << "\n";
+        return kExitInternal;
+    }
+}
+
+}  // namespace labkit

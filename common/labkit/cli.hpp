@@ -1,0 +1,51 @@
+// Command-line options of the lab binaries and checkers. Small on purpose: a handful of
+// flags, each with a help line; anything unknown or malformed is a UsageError whose
+// message says what was wrong and what to type instead.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace labkit {
+
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct HarnessOptions {
+    std::vector<std::string> cases;        // --case NAME (repeatable); empty: all
+    bool bench = false;                    // --bench
+    std::vector<std::string> bench_cases;  // --bench-case NAME (repeatable); empty: all
+    int samples = 30;                      // --samples K
+    int warmup = 5;                        // --warmup W
+    std::uint64_t seed = 1;                // --seed S
+    std::string dump_dir;                  // --dump DIR
+    std::string json_path;                 // --json FILE
+    bool quiet = false;                    // --quiet
+    bool list_cases = false;               // --list-cases
+    bool help = false;                     // --help
+};
+
+struct CheckerOptions {
+    std::uint64_t seed = 0;                // --seed S (required)
+    std::string dump_dir;                  // --dump DIR (required)
+    std::string verdict_path;              // --verdict FILE (required)
+    std::vector<std::string> cases;        // --case NAME (repeatable); empty: all
+    std::vector<std::string> bench_cases;  // --bench-case NAME (repeatable)
+    bool help = false;
+};
+
+HarnessOptions parse_harness_options(const std::vector<std::string>& args);
+CheckerOptions parse_checker_options(const std::vector<std::string>& args);
+
+std::string harness_usage(const std::string& program);
+std::string checker_usage(const std::string& program);
+
+// Strict parsers: the whole text must be the number.
+std::uint64_t parse_u64(const std::string& text, const std::string& option);
+int parse_positive_int(const std::string& text, const std::string& option, int min_value);
+
+}  // namespace labkit

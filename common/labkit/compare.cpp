@@ -1,0 +1,165 @@
+#include "labkit/compare.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <type_traits>
+
+namespace labkit {
+namespace {
+
+template <class F, class U> std::uint64_t ulp_distance_impl(F a, F b) {
+    // Map the bits onto an unsigned line where adjacent floats are adjacent integers:
+    // negatives below the midpoint, positives above, -0 and +0 both on it.
+    U ua, ub;
+    std::memcpy(&ua, &a, sizeof(F));
+    std::memcpy(&ub, &b, sizeof(F));
+    constexpr U sign = U(1) << (sizeof(U) * 8 - 1);
+    auto key = [](U bits) { return (bits & sign) ? sign - (bits & ~sign) : sign + bits; };
+    const U ka = key(ua), kb = key(ub);
+    return static_cast<std::uint64_t>(ka > kb ? ka - kb : kb - ka);
+}
+
+template <class T> double element_as_double(const HostArray& a, std::uint64_t i) {
+    return static_cast<double>(a.as<T>()[static_cast<std::size_t>(i)]);
+}
+
+double element(const HostArray& a, std::uint64_t i) {
+    switch (a.dtype) {
+        case DType::f32: return element_as_double<float>(a, i);
+        case DType::f64: return element_as_double<double>(a, i);
+        case DType::i32: return element_as_double<std::int32_t>(a, i);
+        case DType::u32: return element_as_double<std::uint32_t>(a, i);
+        case DType::i64: return element_as_double<std::int64_t>(a, i);
+        case DType::u64: return element_as_double<std::uint64_t>(a, i);
+        case DType::u8: return element_as_double<std::uint8_t>(a, i);
+    }
+    return 0.0;
+}
+
+std::string shape_text(const std::vector<std::uint64_t>& shape) {
+    std::ostringstream s;
+    s << '[';
+    for (std::size_t i = 0; i < shape.size(); ++i) s << (i ? " x " : "") << shape[i];
+    s << ']';
+    return s.str();
+}
+
+}  // namespace
+
+std::uint64_t ulp_distance(float a, float b) { return ulp_distance_impl<float, std::uint32_t>(a, b); }
+std::uint64_t ulp_distance(double a, double b) { return ulp_distance_impl<double, std::uint64_t>(a, b); }
+
+std::string format_value(double value) {
+    if (std::isnan(value)) return "NaN";
+    if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+    std::ostringstream s;
+    s.precision(9);
+    s << value;
+    return s.str();
+}
+
+std::string describe_index(const std::string& name, const std::vector<std::uint64_t>& shape,
+                           std::uint64_t flat_index) {
+    std::ostringstream s;
+    s << name << '[';
+    if (shape.size() <= 1) {
+        s << flat_index;
+    } else {
+        std::vector<std::uint64_t> coords(shape.size());
+        std::uint64_t rest = flat_index;
+        for (std::size_t d = shape.size(); d-- > 0;) {
+            coords[d] = shape[d] ? rest % shape[d] : 0;
+            rest = shape[d] ? rest / shape[d] : 0;
+        }
+        if (shape.size() == 2) {
+            s << "y=" << coords[0] << ", x=" << coords[1];
+        } else {
+            for (std::size_t d = 0; d < coords.size(); ++d) s << (d ? ", " : "") << coords[d];
+        }
+    }
+    s << ']';
+    return s.str();
+}
+
+CompareReport compare_within_tolerance(const Expected& expected, const HostArray& got,
+                                       const Tolerance& tolerance) {
+    CompareReport report;
+    report.output = expected.name;
+    const std::uint64_t n = expected.values.size();
+    if (got.size() != n || got.bytes.size() != got.size() * dtype_size(got.dtype)) {
+        report.passed = false;
+        report.mismatches = n;
+        report.message = expected.name + " has the wrong size: expected " + std::to_string(n) +
+                         " elements " + shape_text(expected.shape) + ", got " + std::to_string(got.size()) +
+                         " " + shape_text(got.shape);
+        return report;
+    }
+    const bool per_element = !expected.allowed_abs.empty();
+    if (per_element && expected.allowed_abs.size() != n)
+        throw std::logic_error("reference for '" + expected.name + "' gives " +
+                               std::to_string(expected.allowed_abs.size()) + " bounds for " +
+                               std::to_string(n) + " values");
+
+    double worst_ratio = -1.0, worst_diff = -1.0;
+    for (std::uint64_t i = 0; i < n; ++i) {
+        const double e = expected.values[static_cast<std::size_t>(i)];
+        const double g = element(got, i);
+        double allowed = per_element ? expected.allowed_abs[static_cast<std::size_t>(i)]
+                                     : tolerance.abs + tolerance.rel * std::fabs(e);
+        bool ok;
+        double ratio;  // error over allowance: how bad this element is
+        double diff = std::numeric_limits<double>::infinity();
+        if (std::isnan(e) || std::isnan(g)) {
+            ok = std::isnan(e) && std::isnan(g);
+            ratio = ok ? 0.0 : std::numeric_limits<double>::infinity();
+        } else if (std::isinf(e) || std::isinf(g)) {
+            ok = e == g;
+            ratio = ok ? 0.0 : std::numeric_limits<double>::infinity();
+        } else {
+            diff = std::fabs(g - e);
+            ok = diff <= allowed;
+            if (!ok && tolerance.ulp >= 0 && !per_element) {
+                const std::uint64_t ulps = got.dtype == DType::f32
+                                               ? ulp_distance(static_cast<float>(g), static_cast<float>(e))
+                                               : ulp_distance(g, e);
+                ok = ulps <= static_cast<std::uint64_t>(tolerance.ulp);
+            }
+            ratio = allowed > 0 ? diff / allowed : (diff > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+        }
+        ++report.checked;
+        if (ok) continue;
+        ++report.mismatches;
+        const Mismatch m{i, e, g, allowed};
+        if (!report.first) report.first = m;
+        if (ratio > worst_ratio || (ratio == worst_ratio && diff > worst_diff)) {
+            worst_ratio = ratio;
+            worst_diff = diff;
+            report.worst = m;
+        }
+    }
+    report.passed = report.mismatches == 0;
+
+    std::ostringstream msg;
+    if (report.passed) {
+        msg << "all " << n << " elements of " << expected.name << " match";
+    } else {
+        const Mismatch& f = *report.first;
+        msg << describe_index(expected.name, expected.shape, f.index) << " is wrong: expected "
+            << format_value(f.expected) << ", got " << format_value(f.got);
+        if (std::isnan(f.got) && !std::isnan(f.expected))
+            msg << " (NaN here usually means the element was never written)";
+        else
+            msg << " (allowed difference " << format_value(f.allowed) << ")";
+        msg << "; " << report.mismatches << " of " << n << " elements differ";
+        if (report.worst && report.worst->index != f.index)
+            msg << ", the worst at " << describe_index(expected.name, expected.shape, report.worst->index)
+                << " (expected " << format_value(report.worst->expected) << ", got "
+                << format_value(report.worst->got) << ")";
+    }
+    report.message = msg.str();
+    return report;
+}
+
+}  // namespace labkit

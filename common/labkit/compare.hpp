@@ -1,0 +1,61 @@
+// Comparing an output with its expected values, element by element, within a stated
+// tolerance. NaN and Inf never pass by accident: a NaN passes only where NaN was
+// expected, an infinity only where the same infinity was expected. The report says in
+// words where the output first went wrong, how many elements differ, and the worst one.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "labkit/host_array.hpp"
+#include "labkit/lab_spec_types.hpp"
+
+namespace labkit {
+
+// What the reference says an output must be. `values` are exact or float64 results.
+// `allowed_abs`, when not empty, gives each element its own absolute bound (labs whose
+// tolerance follows from the data, e.g. a sum's rounding bound) and replaces abs/rel.
+struct Expected {
+    std::string name;
+    std::vector<std::uint64_t> shape;
+    std::vector<double> values;
+    std::vector<double> allowed_abs;
+};
+
+struct Mismatch {
+    std::uint64_t index = 0;
+    double expected = 0.0;
+    double got = 0.0;
+    double allowed = 0.0;
+};
+
+struct CompareReport {
+    std::string output;
+    bool passed = true;
+    std::uint64_t checked = 0;
+    std::uint64_t mismatches = 0;
+    std::optional<Mismatch> first;
+    std::optional<Mismatch> worst;  // the largest error relative to its allowance
+    std::string message;            // one sentence a student can act on
+};
+
+// Distance in units in the last place between two finite floats of the same type
+// (+0 and -0 are 0 apart; denormals count like any other step).
+std::uint64_t ulp_distance(float a, float b);
+std::uint64_t ulp_distance(double a, double b);
+
+// Compares `got` (any dtype) with `expected` under `tolerance`. A shape or size
+// mismatch is a failed report, never an exception.
+CompareReport compare_within_tolerance(const Expected& expected, const HostArray& got,
+                                       const Tolerance& tolerance);
+
+// "c[12]" for vectors, "out[y=3, x=5]" for rank 2, "out[1, 2, 3]" above.
+std::string describe_index(const std::string& name, const std::vector<std::uint64_t>& shape,
+                           std::uint64_t flat_index);
+
+// A number as a student should read it: shortest round-trip form, "NaN", "+Inf".
+std::string format_value(double value);
+
+}  // namespace labkit

@@ -1,0 +1,43 @@
+// What a lab tells labkit about itself: its cases and outputs (from the generated
+// lab_spec.hpp), how to make a case's inputs from a seed, and the CPU reference. The
+// harness and the trusted checker are both written once, against this description.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "labkit/compare.hpp"
+#include "labkit/host_array.hpp"
+#include "labkit/lab_spec_types.hpp"
+
+namespace labkit {
+
+struct Problem {
+    std::string name;
+    std::vector<CaseSpec> cases;
+    std::vector<CaseSpec> bench_cases;
+    std::vector<OutputSpec> outputs;
+    std::function<double(const CaseSpec&)> bytes_moved;
+    std::function<double(const CaseSpec&)> flops;
+    // Inputs are a pure function of (case, seed): the checker regenerates them.
+    std::function<std::vector<HostArray>(const CaseSpec&, std::uint64_t seed)> make_inputs;
+    // One Expected per output, in the order of `outputs`.
+    std::function<std::vector<Expected>(const CaseSpec&, const std::vector<HostArray>& inputs)> reference;
+
+    const CaseSpec* find(const std::string& case_name) const;
+};
+
+// Fills name, cases, outputs and the models from a lab's generated lab_spec namespace.
+#define LABKIT_PROBLEM_FROM_SPEC(problem)                      \
+    do {                                                       \
+        (problem).name = lab_spec::kLabName;                   \
+        (problem).cases = lab_spec::kCases;                    \
+        (problem).bench_cases = lab_spec::kBenchCases;         \
+        (problem).outputs = lab_spec::kOutputs;                \
+        (problem).bytes_moved = lab_spec::bytes_moved;         \
+        (problem).flops = lab_spec::flops;                     \
+    } while (0)
+
+}  // namespace labkit

@@ -1,0 +1,72 @@
+#include "labkit/report.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <stdexcept>
+
+namespace labkit {
+
+const CaseSpec* Problem::find(const std::string& case_name) const {
+    if (const auto* c = find_case(cases, case_name)) return c;
+    return find_case(bench_cases, case_name);
+}
+
+CaseReport check_case(const Problem& problem, const CaseSpec& spec, const std::vector<Expected>& expected,
+                      const std::vector<HostArray>& got) {
+    if (expected.size() != problem.outputs.size() || got.size() != problem.outputs.size())
+        throw std::logic_error("lab '" + problem.name + "' case '" + spec.name +
+                               "': outputs, reference and results disagree in number");
+    CaseReport report{spec.name, "passed", "", {}};
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+        const OutputSpec& out = problem.outputs[i];
+        if (expected[i].name != out.name)
+            throw std::logic_error("reference output " + std::to_string(i) + " is '" + expected[i].name +
+                                   "', lab.toml says '" + out.name + "'");
+        CompareReport r = compare_within_tolerance(expected[i], got[i], out.tolerance);
+        if (!r.passed && report.status == "passed") {
+            report.status = "failed";
+            report.message = r.message;
+        }
+        report.outputs.push_back(std::move(r));
+    }
+    if (report.status == "passed") report.message = "all outputs match";
+    return report;
+}
+
+Json params_json(const CaseSpec& spec) {
+    Json p = Json::object();
+    for (const auto& [k, v] : spec.params) p[k] = v;
+    return p;
+}
+
+namespace {
+Json mismatch_json(const std::optional<Mismatch>& m) {
+    if (!m) return nullptr;
+    auto number = [](double v) -> Json { return std::isfinite(v) ? Json(v) : Json(format_value(v)); };
+    return Json{{"index", m->index}, {"expected", number(m->expected)}, {"got", number(m->got)},
+                {"allowed", number(m->allowed)}};
+}
+}  // namespace
+
+Json to_json(const CompareReport& r) {
+    return Json{{"name", r.output},          {"status", r.passed ? "passed" : "failed"},
+                {"checked", r.checked},      {"mismatches", r.mismatches},
+                {"message", r.message},      {"first", mismatch_json(r.first)},
+                {"worst", mismatch_json(r.worst)}};
+}
+
+Json to_json(const CaseReport& report, const CaseSpec& spec) {
+    Json outputs = Json::array();
+    for (const auto& o : report.outputs) outputs.push_back(to_json(o));
+    return Json{{"name", report.name}, {"params", params_json(spec)}, {"status", report.status},
+                {"message", report.message}, {"outputs", outputs}};
+}
+
+void write_json_file(const std::string& path, const Json& json) {
+    std::ofstream out(path, std::ios::trunc);
+    if (!out) throw std::runtime_error("cannot open " + path + " for writing");
+    out << json.dump(2) << '\n';
+    if (!out) throw std::runtime_error("could not write " + path);
+}
+
+}  // namespace labkit

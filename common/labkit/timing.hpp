@@ -1,0 +1,46 @@
+// The timing protocol every lab binary uses, for student, reference and baseline code
+// alike: CUDA events around the region only, warm-up runs first, then repeated samples;
+// before every sample (outside the events) the caller's `prepare` runs (the harness
+// poisons the outputs there) and the L2 cache is flushed; the SM clock is measured
+// before and after, and the samples are summarised by median and spread.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "labkit/device.hpp"
+#include "labkit/stats.hpp"
+
+namespace labkit {
+
+struct TimingOptions {
+    int warmup = 5;
+    int samples = 30;
+};
+
+struct Timing {
+    std::vector<double> samples_ms;
+    SampleSummary summary;
+    bool l2_flushed = false;
+    double sm_clock_mhz_before = 0.0;
+    double sm_clock_mhz_after = 0.0;
+};
+
+class Timer {
+public:
+    explicit Timer(const DeviceInfo& device);
+    Timer(const Timer&) = delete;
+    Timer& operator=(const Timer&) = delete;
+    ~Timer();
+
+    Timing measure(const std::function<void()>& prepare, const std::function<void()>& region,
+                   const TimingOptions& options);
+
+private:
+    void flush_l2();
+    DeviceBuffer l2_scratch_;  // written between samples so no sample starts with warm data
+    cudaEvent_t start_ = nullptr;
+    cudaEvent_t stop_ = nullptr;
+};
+
+}  // namespace labkit

@@ -1,0 +1,132 @@
+// Tests of labkit/compare.hpp: tolerances, NaN/Inf handling, signed zeros, denormals,
+// relative error near zero, empty arrays and the wording of the report.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "labkit/compare.hpp"
+
+using labkit::compare_within_tolerance;
+using labkit::Expected;
+using labkit::HostArray;
+using labkit::Tolerance;
+
+namespace {
+
+HostArray floats(std::vector<float> values) {
+    auto a = HostArray::make<float>("c", {values.size()});
+    for (std::size_t i = 0; i < values.size(); ++i) a.as<float>()[i] = values[i];
+    return a;
+}
+
+Expected expect(std::vector<double> values) {
+    return Expected{"c", {values.size()}, std::move(values), {}};
+}
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr Tolerance kExact{0.0, 0.0, 0};
+
+}  // namespace
+
+TEST_CASE("test_compare_exact_match_passes") {
+    const auto r = compare_within_tolerance(expect({1.0, -2.5, 0.0}), floats({1.0f, -2.5f, 0.0f}), kExact);
+    CHECK(r.passed);
+    CHECK(r.checked == 3);
+    CHECK(r.mismatches == 0);
+    CHECK(r.message == "all 3 elements of c match");
+}
+
+TEST_CASE("test_compare_reports_first_and_worst_in_words") {
+    const auto r = compare_within_tolerance(expect({1.0, 2.0, 3.0, 4.0}), floats({1.0f, 2.5f, 3.0f, 9.0f}), kExact);
+    REQUIRE_FALSE(r.passed);
+    CHECK(r.mismatches == 2);
+    REQUIRE(r.first);
+    CHECK(r.first->index == 1);
+    REQUIRE(r.worst);
+    CHECK(r.worst->index == 3);
+    CHECK(r.message.find("c[1] is wrong: expected 2, got 2.5") != std::string::npos);
+    CHECK(r.message.find("2 of 4 elements differ") != std::string::npos);
+    CHECK(r.message.find("the worst at c[3]") != std::string::npos);
+}
+
+TEST_CASE("test_compare_nan_never_passes_by_accident") {
+    CHECK_FALSE(compare_within_tolerance(expect({1.0}), floats({kNaN}), Tolerance{1e30, 1e30, 1000}).passed);
+    CHECK_FALSE(compare_within_tolerance(expect({std::nan("")}), floats({1.0f}), Tolerance{1e30, 1e30, -1}).passed);
+    CHECK(compare_within_tolerance(expect({std::nan("")}), floats({kNaN}), kExact).passed);
+    const auto r = compare_within_tolerance(expect({1.0}), floats({kNaN}), kExact);
+    CHECK(r.message.find("never written") != std::string::npos);
+}
+
+TEST_CASE("test_compare_infinities_must_match_exactly") {
+    CHECK(compare_within_tolerance(expect({HUGE_VAL}), floats({kInf}), kExact).passed);
+    CHECK_FALSE(compare_within_tolerance(expect({HUGE_VAL}), floats({-kInf}), Tolerance{1e30, 1, 10}).passed);
+    CHECK_FALSE(compare_within_tolerance(expect({3.0e38}), floats({kInf}), Tolerance{1e30, 1, 10}).passed);
+    CHECK_FALSE(compare_within_tolerance(expect({HUGE_VAL}), floats({3.4e38f}), Tolerance{1e38, 1, 1000}).passed);
+}
+
+TEST_CASE("test_compare_signed_zeros_are_equal") {
+    CHECK(compare_within_tolerance(expect({0.0}), floats({-0.0f}), kExact).passed);
+    CHECK(compare_within_tolerance(expect({-0.0}), floats({0.0f}), kExact).passed);
+    CHECK(labkit::ulp_distance(0.0f, -0.0f) == 0);
+}
+
+TEST_CASE("test_compare_ulp_distance_counts_steps_across_zero_and_denormals") {
+    const float tiny = std::numeric_limits<float>::denorm_min();
+    CHECK(labkit::ulp_distance(tiny, 0.0f) == 1);
+    CHECK(labkit::ulp_distance(tiny, -tiny) == 2);
+    CHECK(labkit::ulp_distance(1.0f, std::nextafter(1.0f, 2.0f)) == 1);
+    CHECK(labkit::ulp_distance(1.0, std::nextafter(1.0, 0.0)) == 1);
+    const float big = std::numeric_limits<float>::max();
+    CHECK(labkit::ulp_distance(big, -big) == 2ull * 0x7F7FFFFFull);
+}
+
+TEST_CASE("test_compare_ulp_criterion") {
+    const float one_up = std::nextafter(1.0f, 2.0f);
+    CHECK_FALSE(compare_within_tolerance(expect({1.0}), floats({one_up}), kExact).passed);
+    CHECK(compare_within_tolerance(expect({1.0}), floats({one_up}), Tolerance{0, 0, 1}).passed);
+    const float denorm = std::numeric_limits<float>::denorm_min();
+    CHECK(compare_within_tolerance(expect({0.0}), floats({denorm}), Tolerance{0, 0, 1}).passed);
+    CHECK_FALSE(compare_within_tolerance(expect({0.0}), floats({2 * denorm}), Tolerance{0, 0, 1}).passed);
+}
+
+TEST_CASE("test_compare_relative_error_near_zero_needs_an_absolute_floor") {
+    // With a purely relative tolerance an expected 0 admits nothing but 0 itself.
+    CHECK_FALSE(compare_within_tolerance(expect({0.0}), floats({1e-30f}), Tolerance{0, 1e-3, -1}).passed);
+    CHECK(compare_within_tolerance(expect({0.0}), floats({1e-30f}), Tolerance{1e-20, 1e-3, -1}).passed);
+    CHECK(compare_within_tolerance(expect({1000.0}), floats({1000.5f}), Tolerance{0, 1e-3, -1}).passed);
+    CHECK_FALSE(compare_within_tolerance(expect({1000.0}), floats({1002.0f}), Tolerance{0, 1e-3, -1}).passed);
+}
+
+TEST_CASE("test_compare_per_element_bounds_replace_abs_and_rel") {
+    Expected e = expect({10.0, 10.0});
+    e.allowed_abs = {0.5, 0.0};
+    const auto r = compare_within_tolerance(e, floats({10.4f, 10.25f}), Tolerance{100, 100, 100});
+    CHECK_FALSE(r.passed);
+    CHECK(r.first->index == 1);
+}
+
+TEST_CASE("test_compare_empty_arrays_pass_and_sizes_must_agree") {
+    CHECK(compare_within_tolerance(expect({}), floats({}), kExact).passed);
+    const auto r = compare_within_tolerance(expect({1.0, 2.0}), floats({1.0f}), kExact);
+    CHECK_FALSE(r.passed);
+    CHECK(r.message.find("wrong size") != std::string::npos);
+}
+
+TEST_CASE("test_compare_integers_exactly") {
+    auto got = HostArray::make<std::int32_t>("out", {3});
+    got.as<std::int32_t>()[0] = 5;
+    got.as<std::int32_t>()[1] = -7;
+    got.as<std::int32_t>()[2] = 9;
+    Expected e{"out", {3}, {5.0, -7.0, 8.0}, {}};
+    const auto r = compare_within_tolerance(e, got, kExact);
+    CHECK_FALSE(r.passed);
+    CHECK(r.message.find("out[2] is wrong: expected 8, got 9") != std::string::npos);
+}
+
+TEST_CASE("test_compare_describes_two_dimensional_indices") {
+    CHECK(labkit::describe_index("img", {4, 5}, 13) == "img[y=2, x=3]");
+    CHECK(labkit::describe_index("c", {7}, 6) == "c[6]");
+    CHECK(labkit::describe_index("t", {2, 3, 4}, 23) == "t[1, 2, 3]");
+}

@@ -1,0 +1,368 @@
+"""Read and validate a lab's lab.toml, and emit the C++ header the harness compiles.
+
+lab.toml is the one source of truth for a lab: its cases, tolerances, bench sizes,
+byte model, ladder and scoring. The C++ side never parses TOML; CMake runs
+``python3 -m cudalab.labspec emit-header lab.toml lab_spec.hpp`` at build time, so the
+harness, the checker and the grader can never disagree about a case.
+
+This module uses the standard library only: CMake runs it before anything is installed.
+"""
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - older Pythons
+    import tomli as tomllib  # type: ignore[no-redef]
+
+SCHEMA_KEYS_CASE = {"name", "why"}
+DTYPES = ("f32", "f64", "i32", "u32", "i64", "u64", "u8")
+
+
+class LabSpecError(ValueError):
+    """lab.toml is malformed; the message says where and what to change."""
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    params: dict[str, int]
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Output:
+    name: str
+    dtype: str
+    abs: float
+    rel: float
+    ulp: int  # -1: the ULP criterion is off
+    computed: bool  # the lab's reference derives the bound per case
+    why: str
+
+
+@dataclass(frozen=True)
+class Rung:
+    name: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Scoring:
+    correctness_points: float
+    performance_points: float
+    timing_case: str
+    full_marks_ratio: float
+    zero_marks_ratio: float
+
+
+@dataclass(frozen=True)
+class LabSpec:
+    path: Path
+    name: str
+    title: str
+    summary: str
+    files: tuple[str, ...]
+    api_header: str
+    max_file_bytes: int
+    api: tuple[dict, ...]
+    outputs: tuple[Output, ...]
+    cases: tuple[Case, ...]
+    bench_cases: tuple[Case, ...]
+    byte_model: str
+    flop_model: str
+    baseline: str
+    ladder: tuple[Rung, ...]
+    scoring: Scoring
+    raw: dict = field(repr=False, compare=False, default_factory=dict)
+
+    @property
+    def folder(self) -> Path:
+        return self.path.parent
+
+    def case(self, name: str) -> Case:
+        for c in self.cases + self.bench_cases:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def bytes_moved(self, case: Case) -> float:
+        return evaluate_model(self.byte_model, case.params)
+
+    def flops(self, case: Case) -> float:
+        return evaluate_model(self.flop_model, case.params)
+
+
+# --- model expressions -------------------------------------------------------------
+# A byte or FLOP model is arithmetic over a case's parameters, written so that it is
+# valid both in Python and in C++: names, numbers, + - * / and parentheses.
+
+_ALLOWED_NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Add, ast.Sub, ast.Mult,
+                  ast.Div, ast.USub, ast.UAdd, ast.Constant, ast.Name, ast.Load)
+
+
+def check_model(expr: str, param_names: set[str], where: str) -> None:
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError as err:
+        raise LabSpecError(f"{where}: '{expr}' is not an arithmetic expression ({err.msg})") from None
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED_NODES):
+            raise LabSpecError(
+                f"{where}: '{expr}' may only use case parameters, numbers, + - * / and "
+                f"parentheses (found {type(node).__name__})")
+        if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float)):
+            raise LabSpecError(f"{where}: '{expr}' has a non-numeric constant {node.value!r}")
+        if isinstance(node, ast.Name) and node.id not in param_names:
+            known = ", ".join(sorted(param_names)) or "none"
+            raise LabSpecError(f"{where}: '{expr}' uses '{node.id}', which is not a parameter "
+                               f"of every case (parameters: {known})")
+
+
+def model_names(expr: str) -> list[str]:
+    tree = ast.parse(expr, mode="eval")
+    return sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)})
+
+
+def evaluate_model(expr: str, params: dict[str, int]) -> float:
+    def ev(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            return float(params[node.id])
+        if isinstance(node, ast.UnaryOp):
+            v = ev(node.operand)
+            return -v if isinstance(node.op, ast.USub) else v
+        if isinstance(node, ast.BinOp):
+            a, b = ev(node.left), ev(node.right)
+            if isinstance(node.op, ast.Add):
+                return a + b
+            if isinstance(node.op, ast.Sub):
+                return a - b
+            if isinstance(node.op, ast.Mult):
+                return a * b
+            return a / b
+        raise LabSpecError(f"unsupported expression node {type(node).__name__}")
+
+    return ev(ast.parse(expr, mode="eval"))
+
+
+# --- loading -----------------------------------------------------------------------
+
+def _require(table: dict, key: str, kind: type | tuple, where: str):
+    if key not in table:
+        raise LabSpecError(f"{where}: missing key '{key}'")
+    value = table[key]
+    if isinstance(value, bool) and kind is not bool and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+        raise LabSpecError(f"{where}: '{key}' must be {_kind_name(kind)}, not a boolean")
+    if not isinstance(value, kind):
+        raise LabSpecError(f"{where}: '{key}' must be {_kind_name(kind)}, got {value!r}")
+    return value
+
+
+def _kind_name(kind) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    names = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
+             list: "a list", dict: "a table"}
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def _case(table: dict, where: str) -> Case:
+    name = _require(table, "name", str, where)
+    if not name or not all(ch.isalnum() or ch in "_-" for ch in name):
+        raise LabSpecError(f"{where}: case name '{name}' may use letters, digits, '_' and '-' only "
+                           "(it names files)")
+    params: dict[str, int] = {}
+    for key, value in table.items():
+        if key in SCHEMA_KEYS_CASE:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise LabSpecError(f"{where} ('{name}'): parameter '{key}' must be an integer, got {value!r}")
+        if not key.isidentifier():
+            raise LabSpecError(f"{where} ('{name}'): parameter name '{key}' is not an identifier")
+        params[key] = value
+    why = table.get("why", "")
+    if not isinstance(why, str):
+        raise LabSpecError(f"{where} ('{name}'): 'why' must be a string")
+    return Case(name=name, params=params, why=why)
+
+
+def _cases(tables, where: str) -> tuple[Case, ...]:
+    if not isinstance(tables, list) or not tables:
+        raise LabSpecError(f"{where}: needs at least one case ([[{where}]] tables)")
+    cases = tuple(_case(t, f"{where}[{i}]") for i, t in enumerate(tables))
+    seen: set[str] = set()
+    for c in cases:
+        if c.name in seen:
+            raise LabSpecError(f"{where}: case name '{c.name}' appears twice")
+        seen.add(c.name)
+    return cases
+
+
+def _output(table: dict, where: str) -> Output:
+    name = _require(table, "name", str, where)
+    dtype = _require(table, "dtype", str, where)
+    if dtype not in DTYPES:
+        raise LabSpecError(f"{where}: dtype '{dtype}' is not one of {', '.join(DTYPES)}")
+    abs_tol = float(_require(table, "abs", (int, float), where))
+    rel_tol = float(_require(table, "rel", (int, float), where))
+    ulp = table.get("ulp", -1)
+    if isinstance(ulp, bool) or not isinstance(ulp, int) or ulp < -1:
+        raise LabSpecError(f"{where}: 'ulp' must be a whole number of ULPs (0 or more)")
+    if abs_tol < 0 or rel_tol < 0:
+        raise LabSpecError(f"{where}: tolerances must not be negative")
+    computed = table.get("computed", False)
+    if not isinstance(computed, bool):
+        raise LabSpecError(f"{where}: 'computed' must be true or false")
+    why = _require(table, "why", str, where)
+    return Output(name, dtype, abs_tol, rel_tol, ulp, computed, why)
+
+
+def load(path: str | Path) -> LabSpec:
+    """Load and validate one lab.toml; raise LabSpecError with a sentence on any problem."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise LabSpecError(f"{path}: no such file") from None
+    except tomllib.TOMLDecodeError as err:
+        raise LabSpecError(f"{path}: not valid TOML ({err})") from None
+
+    where = str(path)
+    lab = _require(raw, "lab", dict, where)
+    name = _require(lab, "name", str, f"{where} [lab]")
+    if name != path.parent.name:
+        raise LabSpecError(f"{where} [lab]: name '{name}' must match its folder '{path.parent.name}'")
+    files = _require(lab, "files", list, f"{where} [lab]")
+    if not files or not all(isinstance(f, str) and "/" not in f for f in files):
+        raise LabSpecError(f"{where} [lab]: 'files' must list plain file names")
+
+    outputs = tuple(_output(t, f"{where} [[outputs]][{i}]")
+                    for i, t in enumerate(_require(raw, "outputs", list, where)))
+    cases = _cases(raw.get("cases"), "cases")
+    bench = _require(raw, "bench", dict, where)
+    bench_cases = _cases(bench.get("cases"), "bench.cases")
+    clash = {c.name for c in cases} & {c.name for c in bench_cases}
+    if clash:
+        raise LabSpecError(f"{where}: names used both as a case and a bench case: {', '.join(sorted(clash))}")
+
+    common = set.intersection(*(set(c.params) for c in cases + bench_cases))
+    byte_model = _require(bench, "byte_model", str, f"{where} [bench]")
+    check_model(byte_model, common, f"{where} [bench] byte_model")
+    flop_model = bench.get("flop_model", "0")
+    check_model(flop_model, common, f"{where} [bench] flop_model")
+
+    ladder = tuple(Rung(_require(t, "name", str, f"{where} [[ladder]][{i}]"),
+                        _require(t, "source", str, f"{where} [[ladder]][{i}]"))
+                   for i, t in enumerate(raw.get("ladder", [])))
+
+    sc = _require(raw, "scoring", dict, where)
+    scoring = Scoring(
+        correctness_points=float(_require(sc, "correctness_points", (int, float), "[scoring]")),
+        performance_points=float(_require(sc, "performance_points", (int, float), "[scoring]")),
+        timing_case=_require(sc, "timing_case", str, "[scoring]"),
+        full_marks_ratio=float(_require(sc, "full_marks_ratio", (int, float), "[scoring]")),
+        zero_marks_ratio=float(_require(sc, "zero_marks_ratio", (int, float), "[scoring]")),
+    )
+    if scoring.timing_case not in {c.name for c in bench_cases}:
+        raise LabSpecError(f"{where} [scoring]: timing_case '{scoring.timing_case}' is not a bench case")
+    if not 0 < scoring.full_marks_ratio < scoring.zero_marks_ratio:
+        raise LabSpecError(f"{where} [scoring]: need 0 < full_marks_ratio < zero_marks_ratio")
+
+    return LabSpec(
+        path=path, name=name, title=_require(lab, "title", str, f"{where} [lab]"),
+        summary=lab.get("summary", ""), files=tuple(files),
+        api_header=_require(lab, "api_header", str, f"{where} [lab]"),
+        max_file_bytes=int(lab.get("max_file_bytes", 65536)),
+        api=tuple(raw.get("api", [])), outputs=outputs, cases=cases,
+        bench_cases=bench_cases, byte_model=byte_model, flop_model=flop_model,
+        baseline=bench.get("baseline", ""), ladder=ladder, scoring=scoring, raw=raw)
+
+
+# --- the C++ header ----------------------------------------------------------------
+
+def _cpp_string(text: str) -> str:
+    out = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{out}"'
+
+
+def _cpp_cases(cases: tuple[Case, ...]) -> str:
+    rows = []
+    for c in cases:
+        params = ", ".join(f"{{{_cpp_string(k)}, {v}LL}}" for k, v in c.params.items())
+        rows.append(f"    {{{_cpp_string(c.name)}, {{{params}}}}},")
+    return "\n".join(rows)
+
+
+def _cpp_model(function: str, expr: str) -> str:
+    lines = [f"inline double {function}(const labkit::CaseSpec& c) {{"]
+    for name in model_names(expr):
+        lines.append(f"    const double {name} = static_cast<double>(c.param({_cpp_string(name)}));")
+    if not model_names(expr):
+        lines.append("    (void)c;")
+    lines.append(f"    return static_cast<double>({expr});")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def emit_header(spec: LabSpec) -> str:
+    outputs = "\n".join(
+        f"    {{{_cpp_string(o.name)}, labkit::DType::{o.dtype}, "
+        f"labkit::Tolerance{{{o.abs!r}, {o.rel!r}, {o.ulp}}}, {'true' if o.computed else 'false'}}},"
+        for o in spec.outputs)
+    return f"""// Generated from labs/{spec.name}/lab.toml by cudalab.labspec. Do not edit: edit lab.toml.
+#pragma once
+
+#include "labkit/lab_spec_types.hpp"
+
+namespace lab_spec {{
+
+inline constexpr const char* kLabName = {_cpp_string(spec.name)};
+inline constexpr const char* kLabTitle = {_cpp_string(spec.title)};
+
+inline const std::vector<labkit::CaseSpec> kCases = {{
+{_cpp_cases(spec.cases)}
+}};
+
+inline const std::vector<labkit::CaseSpec> kBenchCases = {{
+{_cpp_cases(spec.bench_cases)}
+}};
+
+inline const std::vector<labkit::OutputSpec> kOutputs = {{
+{outputs}
+}};
+
+{_cpp_model("bytes_moved", spec.byte_model)}
+
+{_cpp_model("flops", spec.flop_model)}
+
+}}  // namespace lab_spec
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if len(argv) != 3 or argv[0] != "emit-header":
+        print("usage: python3 -m cudalab.labspec emit-header LAB_TOML OUT_HPP", file=sys.stderr)
+        return 2
+    try:
+        spec = load(argv[1])
+    except LabSpecError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    text = emit_header(spec)
+    out = Path(argv[2])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.exists() or out.read_text(encoding="utf-8") != text:
+        out.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
