@@ -14,8 +14,11 @@ namespace {
 namespace fs = std::filesystem;
 
 CaseReport check_dumped_case(const Problem& problem, const CaseSpec& spec, const CheckerOptions& options) {
+    const auto inputs = problem.make_inputs(spec, options.seed);
+    const auto expected = problem.reference(spec, inputs);
     std::vector<HostArray> got;
-    for (const auto& out : problem.outputs) {
+    for (const auto& e : expected) {
+        const OutputSpec& out = problem.output(e.name);
         const fs::path path = fs::path(options.dump_dir) / (spec.name + "." + out.name + ".bin");
         if (!fs::exists(path))
             return {spec.name, "missing",
@@ -29,13 +32,13 @@ CaseReport check_dumped_case(const Problem& problem, const CaseSpec& spec, const
                         path.filename().string() + " holds " + std::string(dtype_name(array.dtype)) +
                             " but output " + out.name + " is " + std::string(dtype_name(out.dtype)),
                         {}};
+            array.name = out.name;
             got.push_back(std::move(array));
         } catch (const FormatError& e) {
             return {spec.name, "malformed", e.what(), {}};
         }
     }
-    const auto inputs = problem.make_inputs(spec, options.seed);
-    return check_case(problem, spec, problem.reference(spec, inputs), got);
+    return check_case(problem, spec, expected, got);
 }
 
 }  // namespace

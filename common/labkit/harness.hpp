@@ -19,7 +19,7 @@ public:
     virtual ~DeviceRun() = default;
     // Calls the implementation under test once, on the default stream.
     virtual void run() = 0;
-    // The outputs in the order of the lab's outputs in lab.toml.
+    // The outputs this case produces, named as in lab.toml.
     virtual std::vector<DeviceArray*> outputs() = 0;
     // A library doing the same job (CUB, cuBLAS, NPP), timed beside the student's code
     // in --bench. nullptr when the lab has none.

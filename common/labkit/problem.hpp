@@ -23,10 +23,12 @@ struct Problem {
     std::function<double(const CaseSpec&)> flops;
     // Inputs are a pure function of (case, seed): the checker regenerates them.
     std::function<std::vector<HostArray>(const CaseSpec&, std::uint64_t seed)> make_inputs;
-    // One Expected per output, in the order of `outputs`.
+    // One Expected per output this case produces (a case may produce only some of the
+    // lab's outputs); matched to outputs and dumps by name.
     std::function<std::vector<Expected>(const CaseSpec&, const std::vector<HostArray>& inputs)> reference;
 
     const CaseSpec* find(const std::string& case_name) const;
+    const OutputSpec& output(const std::string& output_name) const;  // throws if unknown
 };
 
 // Fills name, cases, outputs and the models from a lab's generated lab_spec namespace.

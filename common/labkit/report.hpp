@@ -24,7 +24,7 @@ struct CaseReport {
     std::vector<CompareReport> outputs;
 };
 
-// Compares each output with its Expected (matched by position; names must agree).
+// Compares each Expected with the output of the same name.
 CaseReport check_case(const Problem& problem, const CaseSpec& spec, const std::vector<Expected>& expected,
                       const std::vector<HostArray>& got);
 

@@ -1,0 +1,54 @@
+// Lab reduction, GPU side: upload the input, hand the student a workspace full of
+// garbage, call reduce_sum, expose the one-float result. CUB's DeviceReduce::Sum is
+// the library baseline timed beside it.
+#include <cub/device/device_reduce.cuh>
+
+#include <memory>
+
+#include "labkit/check.hpp"
+#include "labkit/harness.hpp"
+#include "problem.hpp"
+#include "reduction.hpp"
+
+namespace {
+
+class ReductionRun final : public labkit::DeviceRun {
+public:
+    explicit ReductionRun(const std::vector<labkit::HostArray>& inputs)
+        : in_(inputs.at(0)),
+          sum_("sum", labkit::DType::f32, {1}),
+          n_(in_.size()),
+          workspace_(reduce_sum_workspace_bytes(n_)) {
+        // Garbage on purpose: code that relies on a zeroed workspace must fail here,
+        // not on the grader's machine.
+        if (workspace_.bytes()) LABKIT_CHECK(cudaMemset(workspace_.data(), 0xCD, workspace_.bytes()));
+        LABKIT_CHECK(cub::DeviceReduce::Sum(nullptr, cub_bytes_, in_.get<float>(), sum_.get<float>(),
+                                            static_cast<std::int64_t>(n_)));
+        cub_temp_ = std::make_unique<labkit::DeviceBuffer>(cub_bytes_);
+    }
+
+    void run() override { reduce_sum(in_.get<float>(), sum_.get<float>(), n_, workspace_.data()); }
+    std::vector<labkit::DeviceArray*> outputs() override { return {&sum_}; }
+
+    const char* library_name() const override { return "CUB DeviceReduce::Sum"; }
+    void run_library() override {
+        LABKIT_CHECK(cub::DeviceReduce::Sum(cub_temp_->data(), cub_bytes_, in_.get<float>(), sum_.get<float>(),
+                                            static_cast<std::int64_t>(n_)));
+    }
+
+private:
+    labkit::DeviceArray in_, sum_;
+    std::size_t n_;
+    labkit::DeviceBuffer workspace_;
+    std::size_t cub_bytes_ = 0;
+    std::unique_ptr<labkit::DeviceBuffer> cub_temp_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    return labkit::harness_main(argc, argv, lab_reduction::problem(),
+                                [](const labkit::CaseSpec&, const std::vector<labkit::HostArray>& inputs) {
+                                    return std::make_unique<ReductionRun>(inputs);
+                                });
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Sets up everything cudalab needs on a fresh Debian-like machine, and is quick when
+# nothing is missing: build tools and headers from apt (doctest, nlohmann-json), then a
+# virtual environment in .venv with the grader installed (Jinja2, rich, pytest).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+say() { printf 'setup: %s\n' "$*" >&2; }
+
+# --- CUDA --------------------------------------------------------------------------
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi
+command -v nvcc >/dev/null 2>&1 || { say "nvcc was not found: install the CUDA toolkit (13.x) first"; exit 1; }
+
+# --- apt packages ------------------------------------------------------------------
+missing=()
+[ -f /usr/include/doctest/doctest.h ] || [ -f "$root/.deps/include/doctest/doctest.h" ] || missing+=(doctest-dev)
+[ -f /usr/include/nlohmann/json.hpp ] || [ -f "$root/.deps/include/nlohmann/json.hpp" ] || missing+=(nlohmann-json3-dev)
+command -v ninja >/dev/null 2>&1 || missing+=(ninja-build)
+command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+if [ ${#missing[@]} -gt 0 ]; then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    say "missing ${missing[*]} and there is no apt-get: install them with your package manager"; exit 1
+  fi
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  say "installing ${missing[*]}"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# --- Python ------------------------------------------------------------------------
+python="${PYTHON:-python3}"
+"$python" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' \
+  || { say "cudalab needs Python 3.11 or newer ($python is $("$python" --version 2>&1))"; exit 1; }
+stamp=".venv/.cudalab-installed"
+if [ ! -x .venv/bin/python ] || [ ! -f "$stamp" ] || [ grader/pyproject.toml -nt "$stamp" ]; then
+  say "creating .venv with the grader"
+  "$python" -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e "grader[test]"
+  touch "$stamp"
+fi
+say "ready: .venv/bin/cudalab --help"
