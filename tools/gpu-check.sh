@@ -2,15 +2,17 @@
 # On a machine with a GPU: configure and build everything for that GPU, run every test
 # (the gpu-labelled ones included), benchmark every lab's ladder, grade the solution and
 # the starter of every lab, run compute-sanitizer over the solutions, and print a short
-# table last. Logs and JSON go to $OUT (or build/gpu-check) so nothing is lost.
+# table last. Logs and JSON go to build/gpu-check (and $OUT/gpu-check.tar.gz).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-out="${OUT:-$root/build/gpu-check}"
-mkdir -p "$out"
+out="$root/build/gpu-check"
+rm -rf "$out" && mkdir -p "$out"
+# Everything lands in one archive under $OUT when that is set (few files travel back).
+trap '[ -n "${OUT:-}" ] && tar -czf "$OUT/gpu-check.tar.gz" -C "$root/build" gpu-check' EXIT
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
 export PYTHONPATH="$root/grader${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-export CUDALAB_PRESET=gpu CUDALAB_BUILD_DIR="$root/build/gpu"
+export CUDALAB_PRESET=gpu
 samples="${GPU_CHECK_SAMPLES:-30}"
 step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
 
@@ -23,15 +25,13 @@ cmake --build --preset gpu -j 16 >"$out/build.log" 2>&1 || { grep -E "error|FAIL
 echo "built"
 
 step "ctest (all labels)"
-ctest --preset gpu -j 1 2>&1 | tee "$out/ctest.log" | tail -15
+timeout 300 ctest --preset gpu -j 1 2>&1 | tee "$out/ctest.log" | tail -15
 
-step "pytest (grader, gpu tests included)"
-python3 -m pytest grader/tests -q -rs 2>&1 | tee "$out/pytest.log" | tail -15
 
 labs=$(sed -n 's/^set(CUDALAB_OFFICIAL_LABS "\(.*\)")/\1/p' build/gpu/cudalab-build.cmake | tr ';' ' ')
 for lab in $labs; do
   step "ladder $lab"
-  python3 -m cudalab ladder "$lab" --samples "$samples" --json >"$out/ladder_$lab.json" 2>"$out/ladder_$lab.log" \
+  timeout 300 python3 -m cudalab ladder "$lab" --samples "$samples" --json >"$out/ladder_$lab.json" 2>"$out/ladder_$lab.log" \
     || tail -20 "$out/ladder_$lab.log"
   step "grade $lab: solution and starter"
   python3 -m cudalab grade "$lab" "solutions/$lab" --json >"$out/grade_${lab}_solution.json" 2>"$out/grade_${lab}_solution.log" \
@@ -46,6 +46,9 @@ for lab in $labs; do
     echo "$tool exit $?" | tee -a "$out/sanitizer_${lab}_$tool.log"
   done
 done
+
+step "pytest (grader, gpu tests included)"
+timeout "${GPU_CHECK_PYTEST_S:-240}" python3 -m pytest grader/tests -q -rs 2>&1 | tee "$out/pytest.log" | tail -15
 
 step "summary"
 python3 tools/gpu_summary.py "$out"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 try:  # Python 3.11+
     import tomllib
@@ -240,14 +240,20 @@ def load(path: str | Path) -> LabSpec:
     if name != path.parent.name:
         raise LabSpecError(f"{where} [lab]: name '{name}' must match its folder '{path.parent.name}'")
     files = _require(lab, "files", list, f"{where} [lab]")
-    if not files or not all(isinstance(f, str) and "/" not in f for f in files):
+    if not files or not all(isinstance(f, str) and f and "/" not in f and f not in (".", "..")
+                            for f in files):
         raise LabSpecError(f"{where} [lab]: 'files' must list plain file names")
+    if len(set(files)) != len(files):
+        raise LabSpecError(f"{where} [lab]: 'files' names a file twice")
+    max_file_bytes = lab.get("max_file_bytes", 65536)
+    if isinstance(max_file_bytes, bool) or not isinstance(max_file_bytes, int) or max_file_bytes <= 0:
+        raise LabSpecError(f"{where} [lab]: 'max_file_bytes' must be a positive whole number of bytes")
 
     outputs = tuple(_output(t, f"{where} [[outputs]][{i}]")
                     for i, t in enumerate(_require(raw, "outputs", list, where)))
-    cases = _cases(raw.get("cases"), "cases")
+    cases = _cases(raw.get("cases"), f"{where} [[cases]]")
     bench = _require(raw, "bench", dict, where)
-    bench_cases = _cases(bench.get("cases"), "bench.cases")
+    bench_cases = _cases(bench.get("cases"), f"{where} [[bench.cases]]")
     clash = {c.name for c in cases} & {c.name for c in bench_cases}
     if clash:
         raise LabSpecError(f"{where}: names used both as a case and a bench case: {', '.join(sorted(clash))}")
@@ -261,17 +267,32 @@ def load(path: str | Path) -> LabSpec:
     ladder = tuple(Rung(_require(t, "name", str, f"{where} [[ladder]][{i}]"),
                         _require(t, "source", str, f"{where} [[ladder]][{i}]"))
                    for i, t in enumerate(raw.get("ladder", [])))
+    stems: set[str] = set()
+    for i, rung in enumerate(ladder):
+        source = PurePosixPath(rung.source)
+        if source.is_absolute() or ".." in source.parts or source.suffix != ".cu":
+            raise LabSpecError(f"{where} [[ladder]][{i}]: source '{rung.source}' must be a .cu file "
+                               f"inside solutions/{name}/ (a relative path without '..')")
+        if source.stem in stems:
+            raise LabSpecError(f"{where} [[ladder]][{i}]: two ladder sources are called "
+                               f"'{source.stem}'; each rung needs its own file name (it names the binary)")
+        stems.add(source.stem)
 
     sc = _require(raw, "scoring", dict, where)
+    in_scoring = f"{where} [scoring]"
     scoring = Scoring(
-        correctness_points=float(_require(sc, "correctness_points", (int, float), "[scoring]")),
-        performance_points=float(_require(sc, "performance_points", (int, float), "[scoring]")),
-        timing_case=_require(sc, "timing_case", str, "[scoring]"),
-        full_marks_ratio=float(_require(sc, "full_marks_ratio", (int, float), "[scoring]")),
-        zero_marks_ratio=float(_require(sc, "zero_marks_ratio", (int, float), "[scoring]")),
+        correctness_points=float(_require(sc, "correctness_points", (int, float), in_scoring)),
+        performance_points=float(_require(sc, "performance_points", (int, float), in_scoring)),
+        timing_case=_require(sc, "timing_case", str, in_scoring),
+        full_marks_ratio=float(_require(sc, "full_marks_ratio", (int, float), in_scoring)),
+        zero_marks_ratio=float(_require(sc, "zero_marks_ratio", (int, float), in_scoring)),
     )
+    if scoring.correctness_points < 0 or scoring.performance_points < 0:
+        raise LabSpecError(f"{in_scoring}: points must not be negative")
     if scoring.timing_case not in {c.name for c in bench_cases}:
-        raise LabSpecError(f"{where} [scoring]: timing_case '{scoring.timing_case}' is not a bench case")
+        names = ", ".join(c.name for c in bench_cases)
+        raise LabSpecError(f"{where} [scoring]: timing_case '{scoring.timing_case}' is not a bench "
+                           f"case (bench cases: {names})")
     if not 0 < scoring.full_marks_ratio < scoring.zero_marks_ratio:
         raise LabSpecError(f"{where} [scoring]: need 0 < full_marks_ratio < zero_marks_ratio")
 
@@ -279,7 +300,7 @@ def load(path: str | Path) -> LabSpec:
         path=path, name=name, title=_require(lab, "title", str, f"{where} [lab]"),
         summary=lab.get("summary", ""), files=tuple(files),
         api_header=_require(lab, "api_header", str, f"{where} [lab]"),
-        max_file_bytes=int(lab.get("max_file_bytes", 65536)),
+        max_file_bytes=max_file_bytes,
         api=tuple(raw.get("api", [])), outputs=outputs, cases=cases,
         bench_cases=bench_cases, byte_model=byte_model, flop_model=flop_model,
         baseline=bench.get("baseline", ""), ladder=ladder, scoring=scoring, raw=raw)

@@ -1,0 +1,77 @@
+"""`cudalab VERB ...`: a thin dispatcher. Each verb is one module of this package with
+`add_arguments(parser)` and `main(args, config) -> exit code`; adding a verb is adding its
+name to VERBS.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import traceback
+
+from . import __version__, console
+from .config import Config
+from .errors import CompileError, CudalabError
+from .exit_codes import Cli
+
+VERBS = ("build", "run", "grade", "starter", "ladder")
+
+
+def _verb_module(name: str):
+    return importlib.import_module(f"{__package__}.{name}")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true",
+                        help="print machine-readable JSON on stdout (logs stay on stderr)")
+    common.add_argument("--preset", help="CMake preset of the official build (default: 'gpu' "
+                        "when a CUDA device is present, else 'ci'; or CUDALAB_PRESET)")
+    parser = argparse.ArgumentParser(prog="cudalab", description="Build, run and grade cudalab labs.")
+    parser.add_argument("--version", action="version", version=f"cudalab {__version__}")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    for name in VERBS:
+        module = _verb_module(name)
+        summary = (module.__doc__ or "").strip().splitlines()[0].split(": ", 1)[-1]
+        sub = verbs.add_parser(name, parents=[common], help=summary, description=module.__doc__,
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(sub)
+    return parser
+
+
+def _report_error(args: argparse.Namespace, err: CudalabError) -> None:
+    if getattr(args, "json", False):
+        body = {"schema": f"cudalab.{args.verb}/1", "status": err.status, "message": str(err)}
+        if isinstance(err, CompileError):
+            body["feedback"] = err.feedback
+        print(json.dumps(body, indent=2))
+    console.error(str(err))
+    if isinstance(err, CompileError):
+        for line in err.feedback:
+            print(line, file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = make_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # argparse: --help is 0, a usage error 2
+        return int(stop.code or 0)
+    try:
+        config = Config.load(preset=args.preset)
+        return int(_verb_module(args.verb).main(args, config))
+    except CudalabError as err:
+        _report_error(args, err)
+        return int(err.exit_code)
+    except KeyboardInterrupt:
+        console.error("interrupted")
+        return 130
+    except Exception as err:  # a bug in the grader: say so, never a silent failure
+        traceback.print_exc()
+        _report_error(args, CudalabError(f"internal error in cudalab: {err!r}"))
+        return int(Cli.INTERNAL)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""Finding a lab by name and the binaries the official build makes for it."""
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+
+from . import labspec
+from .config import Config
+from .errors import UnknownLabError, UsageError
+
+
+def available_labs(root: Path) -> list[str]:
+    labs = root / "labs"
+    return sorted(p.parent.name for p in labs.glob("*/lab.toml")) if labs.is_dir() else []
+
+
+def load_lab(config: Config, name: str) -> labspec.LabSpec:
+    path = config.root / "labs" / name / "lab.toml"
+    if not path.is_file():
+        known = ", ".join(available_labs(config.root)) or "none"
+        raise UnknownLabError(f"There is no lab called '{name}' (no {path}). "
+                              f"Labs in this repository: {known}.")
+    try:
+        return labspec.load(path)
+    except labspec.LabSpecError as err:
+        raise UsageError(f"The lab '{name}' is misconfigured: {err}") from None
+
+
+def official_binary(config: Config, lab: str, implementation: str) -> Path:
+    """`implementation` is 'solution', 'starter', 'checker' or 'ladder_<stem>'."""
+    return config.bin_dir / f"{lab}_{implementation}"
+
+
+def ladder_stems(spec: labspec.LabSpec) -> dict[str, str]:
+    """Ladder stem -> implementation name. The rung built from the solution file is the solution."""
+    stems = {}
+    for rung in spec.ladder:
+        stem = PurePosixPath(rung.source).stem
+        stems[stem] = "solution" if rung.source in spec.files else f"ladder_{stem}"
+    return stems

@@ -1,0 +1,176 @@
+"""`cudalab ladder`: build and benchmark every variant of a lab in one run.
+
+For each rung of the lab's [[ladder]] (lecture order) the rung's binary runs every bench
+case (or those named) with the same seed and sample count; the trusted checker checks
+what each timed run left behind, so a fast-but-wrong rung is shown as wrong. The table
+gives the median time, GB/s from the lab's byte model, % of the device-to-device copy
+bandwidth and the ratio to the library (CUB) measured in the same process, and the
+speedup over the previous rung.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import statistics
+import tempfile
+from pathlib import Path
+
+from . import build, console, labs
+from .config import Config
+from .errors import GraderError
+from .exit_codes import Cli, Harness
+from .labspec import LabSpec
+from .sandbox import run_process
+
+SCHEMA = "cudalab.ladder/1"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("lab", help="the lab whose ladder to run (a folder under labs/)")
+    parser.add_argument("--bench-case", action="append", default=[], metavar="NAME",
+                        help="run only this bench case (repeatable; default: all)")
+    parser.add_argument("--samples", type=int, default=30, help="timed samples per case and rung")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed runs before sampling")
+    parser.add_argument("--seed", type=int, help="input seed (default: chosen now)")
+
+
+def _implementation(spec: LabSpec, source: str) -> str:
+    return labs.ladder_stems(spec)[Path(source).stem]
+
+
+def _run_rung(config: Config, spec: LabSpec, binary: Path, checker: Path, cases: list[str],
+              args: argparse.Namespace, seed: int, work: Path) -> dict:
+    """One rung over the bench cases: its own timings, and the checker's verdict per case."""
+    dump, run_json, verdict = work / "dump", work / "run.json", work / "verdict.json"
+    argv = [binary, "--bench", "--seed", str(seed), "--samples", str(args.samples),
+            "--warmup", str(args.warmup), "--dump", dump, "--json", run_json]
+    for case in cases:
+        argv += ["--bench-case", case]
+    result = run_process(argv, timeout_s=config.process_timeout_s * max(1, len(cases)),
+                         output_cap_bytes=config.output_cap_bytes, cwd=work)
+    if result.exit_code == Harness.NO_DEVICE:
+        raise _NoDevice(result.stderr_head())
+    try:
+        produced = json.loads(run_json.read_text())
+    except (OSError, ValueError):
+        produced = {}
+    verdicts: dict[str, dict] = {}
+    if dump.is_dir():
+        check_argv = [checker, "--seed", str(seed), "--dump", dump, "--verdict", verdict]
+        for case in cases:
+            check_argv += ["--bench-case", case]
+        checked = run_process(check_argv, timeout_s=config.process_timeout_s * max(1, len(cases)),
+                              output_cap_bytes=config.output_cap_bytes, cwd=work)
+        try:
+            verdicts = {c["name"]: c for c in json.loads(verdict.read_text())["cases"]}
+        except (OSError, ValueError, KeyError):
+            console.warn(f"the checker gave no verdict for {binary.name}: {checked.describe()}")
+    return {"result": result, "run": produced, "verdicts": verdicts}
+
+
+class _NoDevice(Exception):
+    pass
+
+
+def _row(rung_name: str, implementation: str, bench: dict | None, verdict: dict | None,
+         failure: str) -> dict:
+    row = {"name": rung_name, "binary": implementation}
+    if bench is None:
+        row.update(status="error", verdict="not run", message=failure or "the rung produced no timing")
+        return row
+    row.update(status=bench.get("status"), median_ms=bench.get("median_ms"), spread=bench.get("spread"),
+               min_ms=bench.get("min_ms"), max_ms=bench.get("max_ms"), gbps=bench.get("gbps"),
+               fraction_of_copy=bench.get("fraction_of_baseline"),
+               copy_gbps=(bench.get("baseline") or {}).get("gbps"),
+               fraction_of_library=bench.get("fraction_of_library"),
+               library=bench.get("library"),
+               sm_clock_mhz=bench.get("sm_clock_mhz_after"))
+    if verdict is None:
+        row["verdict"] = "unchecked"
+        row["message"] = "the trusted checker has no verdict for this run"
+    else:
+        row["verdict"] = verdict.get("status")
+        row["message"] = verdict.get("message", "")
+    return row
+
+
+def run_ladder(config: Config, spec: LabSpec, args: argparse.Namespace) -> dict:
+    if not spec.ladder:
+        raise GraderError(f"The {spec.name} lab has no [[ladder]] in its lab.toml.")
+    known = [c.name for c in spec.bench_cases]
+    cases = args.bench_case or known
+    unknown = [c for c in cases if c not in known]
+    if unknown:
+        raise GraderError(f"The {spec.name} lab has no bench case {', '.join(unknown)} "
+                          f"(bench cases: {', '.join(known)}).")
+    implementations = [_implementation(spec, r.source) for r in spec.ladder]
+    build.ensure_official(config, spec, tuple(implementations) + ("checker",))
+    checker = labs.official_binary(config, spec.name, "checker")
+    seed = args.seed if args.seed is not None else secrets.randbits(63)
+
+    per_rung = []
+    config.temp_dir.mkdir(parents=True, exist_ok=True)
+    for rung, implementation in zip(spec.ladder, implementations):
+        console.info(f"{spec.name}: {rung.name} ({implementation})")
+        with tempfile.TemporaryDirectory(dir=config.temp_dir, prefix="ladder-") as tmp:
+            per_rung.append(_run_rung(config, spec, labs.official_binary(config, spec.name, implementation),
+                                      checker, cases, args, seed, Path(tmp)))
+
+    device = next((r["run"].get("device") for r in per_rung if r["run"].get("device")), None)
+    table_cases = []
+    for case in cases:
+        rows, previous = [], None
+        for rung, implementation, outcome in zip(spec.ladder, implementations, per_rung):
+            bench = next((b for b in outcome["run"].get("bench", []) if b.get("name") == case), None)
+            row = _row(rung.name, implementation, bench, outcome["verdicts"].get(case),
+                       outcome["result"].describe() if outcome["result"].exit_code else "")
+            median = row.get("median_ms")
+            row["speedup_over_previous"] = (previous / median if previous and median else None)
+            if median and row.get("verdict") == "passed":
+                previous = median
+            rows.append(row)
+        libraries = [r["library"] for r in rows if r.get("library")]
+        copies = [r["copy_gbps"] for r in rows if r.get("copy_gbps")]
+        library = None
+        if libraries:
+            library = {"name": libraries[0]["name"],
+                       "median_ms": statistics.median(l["median_ms"] for l in libraries),
+                       "gbps": statistics.median(l["gbps"] for l in libraries)}
+        table_cases.append({"name": case, "bytes_moved": spec.bytes_moved(spec.case(case)),
+                            "copy_gbps": statistics.median(copies) if copies else None,
+                            "library": library, "rungs": rows})
+    return {"schema": SCHEMA, "lab": spec.name, "seed": seed, "samples": args.samples,
+            "warmup": args.warmup, "device": device, "cases": table_cases,
+            "all_correct": all(r.get("verdict") == "passed" for c in table_cases for r in c["rungs"])}
+
+
+def _show(result: dict) -> None:
+    def fmt(value, spec, scale=1.0):
+        return format(value * scale, spec) if isinstance(value, (int, float)) else "-"
+    for case in result["cases"]:
+        rows = [(r["name"], fmt(r.get("median_ms"), ".4f"), fmt(r.get("spread"), ".1f", 100) + "%",
+                 fmt(r.get("gbps"), ".1f"), fmt(r.get("fraction_of_copy"), ".1f", 100) + "%",
+                 fmt(r.get("speedup_over_previous"), ".2f") + "x", fmt(r.get("fraction_of_library"), ".3f"),
+                 r.get("verdict", "?") if r.get("verdict") == "passed" else f"{r.get('verdict')}: {r.get('message', '')}")
+                for r in case["rungs"]]
+        lib = case.get("library")
+        title = (f"{result['lab']} {case['name']} ({case['bytes_moved'] / 1e9:.2f} GB moved; copy roof "
+                 f"{fmt(case.get('copy_gbps'), '.0f')} GB/s"
+                 + (f"; {lib['name']} {lib['gbps']:.0f} GB/s" if lib else "") + ")")
+        console.table(title, ("rung", "median ms", "spread", "GB/s", "% copy", "vs previous",
+                              "vs library", "trusted check"), rows)
+
+
+def main(args: argparse.Namespace, config: Config) -> int:
+    spec = labs.load_lab(config, args.lab)
+    try:
+        result = run_ladder(config, spec, args)
+    except _NoDevice as reason:
+        console.error(f"No CUDA device: the ladder was built but not run ({reason}).")
+        return int(Cli.NO_DEVICE)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        _show(result)
+    return int(Cli.DONE)

@@ -1,0 +1,103 @@
+"""`cudalab starter`: generate the student's starter file(s) from the marked solution.
+
+In a solution file, the lines from `// BEGIN SOLUTION` to `// END SOLUTION` (markers
+included) are dropped, and a line `// STARTER: text` becomes `text` at the same
+indentation (in the solution it stays a comment). Everything else is copied, so the
+starter and the solution can never drift apart. `--check` diffs instead of writing.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from pathlib import Path
+
+from . import console, labs
+from .config import Config
+from .errors import UsageError
+
+BEGIN = "// BEGIN SOLUTION"
+END = "// END SOLUTION"
+STARTER = "// STARTER:"
+
+
+class StarterError(UsageError):
+    """The markers in a solution file are unbalanced or misplaced."""
+
+
+def generate_starter(solution: str, source_name: str = "<solution>") -> str:
+    out: list[str] = []
+    begin_line = 0  # line number of the open BEGIN marker, 0 when outside a block
+    for number, line in enumerate(solution.splitlines(keepends=True), start=1):
+        stripped = line.strip()
+        if stripped == BEGIN:
+            if begin_line:
+                raise StarterError(f"{source_name}:{number}: '{BEGIN}' inside the solution block "
+                                   f"opened at line {begin_line}; blocks cannot nest. Close the "
+                                   f"first one with '{END}' before opening another.")
+            begin_line = number
+        elif stripped == END:
+            if not begin_line:
+                raise StarterError(f"{source_name}:{number}: '{END}' without a '{BEGIN}' before it.")
+            begin_line = 0
+        elif stripped.startswith(STARTER):
+            if begin_line:
+                raise StarterError(f"{source_name}:{number}: a '{STARTER}' line inside the solution "
+                                   f"block opened at line {begin_line} would be dropped; move it "
+                                   f"after '{END}'.")
+            indent = line[:len(line) - len(line.lstrip())]
+            text = stripped[len(STARTER):]
+            text = text[1:] if text.startswith(" ") else text
+            newline = line[len(line.rstrip("\r\n")):]
+            out.append(f"{indent}{text}".rstrip() + newline if text else newline)
+        elif not begin_line:
+            out.append(line)
+    if begin_line:
+        raise StarterError(f"{source_name}:{begin_line}: '{BEGIN}' is never closed; add "
+                           f"'{END}' after the solution code.")
+    return "".join(out)
+
+
+def starter_pairs(root: Path, spec) -> list[tuple[Path, Path]]:
+    """(solution file, starter file) for each file the lab hands in."""
+    return [(root / "solutions" / spec.name / name, root / "starter" / spec.name / name)
+            for name in spec.files]
+
+
+def diff_against_starter(solution: Path, starter: Path) -> list[str]:
+    """The unified diff from the starter on disk to the one generated; empty when equal."""
+    wanted = generate_starter(solution.read_text(encoding="utf-8"), str(solution))
+    have = starter.read_text(encoding="utf-8") if starter.is_file() else ""
+    return list(difflib.unified_diff(have.splitlines(keepends=True), wanted.splitlines(keepends=True),
+                                     fromfile=str(starter), tofile=f"generated from {solution}"))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("lab", help="the lab whose starter to generate")
+    parser.add_argument("--check", action="store_true",
+                        help="do not write: exit 1 and print a diff when the starter is out of date")
+
+
+def main(args: argparse.Namespace, config: Config) -> int:
+    spec = labs.load_lab(config, args.lab)
+    stale = []
+    for solution, starter in starter_pairs(config.root, spec):
+        if not solution.is_file():
+            raise UsageError(f"There is no solution file {solution} to generate the starter from.")
+        diff = diff_against_starter(solution, starter)
+        if not diff:
+            continue
+        stale.append(str(starter))
+        if args.check:
+            sys.stdout.writelines(diff)
+        else:
+            starter.parent.mkdir(parents=True, exist_ok=True)
+            starter.write_text(generate_starter(solution.read_text(encoding="utf-8"), str(solution)),
+                               encoding="utf-8")
+            console.info(f"wrote {starter}")
+    if args.check and stale:
+        console.error(f"out of date: {', '.join(stale)}; run `cudalab starter {spec.name}`")
+        return 1
+    if not stale:
+        console.info(f"{spec.name}: the starter is up to date")
+    return 0

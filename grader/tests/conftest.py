@@ -1,0 +1,134 @@
+"""Shared fixtures: a toy repository with fake lab binaries, and the skip rules for the
+`gpu` and `needs_build` markers."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from cudalab.config import Config, cuda_device_present
+
+TESTS = Path(__file__).resolve().parent
+REPO_ROOT = TESTS.parents[1]
+
+TOY_LAB_TOML = """
+[lab]
+name = "toy"
+title = "Toy lab"
+files = ["toy.cu"]
+api_header = "toy.hpp"
+max_file_bytes = 1000
+
+[[outputs]]
+name = "c"
+dtype = "f32"
+abs = 0.0
+rel = 0.0
+why = "exact"
+
+[[cases]]
+name = "c_1"
+n = 1
+
+[[cases]]
+name = "c_7"
+n = 7
+
+[[cases]]
+name = "c_300"
+n = 300
+
+[bench]
+byte_model = "12 * n"
+
+[[bench.cases]]
+name = "b_1000"
+n = 1000
+
+[[ladder]]
+name = "simple"
+source = "ladder/simple.cu"
+
+[[ladder]]
+name = "the solution"
+source = "toy.cu"
+
+[scoring]
+correctness_points = 60
+performance_points = 40
+timing_case = "b_1000"
+full_marks_ratio = 1.10
+zero_marks_ratio = 3.00
+"""
+
+TOY_CASES = ["c_1", "c_7", "c_300"]
+TOY_BENCH = ["b_1000"]
+
+
+def official_build_dir() -> Path:
+    config = Config.load(root=REPO_ROOT, env=os.environ)
+    return config.build_dir
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu = cuda_device_present()
+    exports = official_build_dir() / "cudalab-exports.cmake"
+    for item in items:
+        if "gpu" in item.keywords and not gpu:
+            item.add_marker(pytest.mark.skip(
+                reason="needs a CUDA device: `nvidia-smi -L` found none on this machine"))
+        if "needs_build" in item.keywords and not exports.is_file():
+            item.add_marker(pytest.mark.skip(
+                reason=f"needs the official build tree: {exports} is missing; build it first "
+                       "with `cudalab build` (cmake --preset <preset> && cmake --build build/<preset>)"))
+
+
+def write_fake(path: Path, **behaviour) -> Path:
+    """Write an executable fake lab binary (or checker, role='checker') at `path`."""
+    behaviour.setdefault("cases", TOY_CASES)
+    behaviour.setdefault("bench_cases", TOY_BENCH)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!{sys.executable}\nimport runpy\n"
+                    f"runpy.run_path({str(TESTS / 'fake_program.py')!r}, "
+                    f"init_globals={{'BEHAVIOUR': {behaviour!r}}}, run_name='__main__')\n")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def toy_root(tmp_path: Path) -> Path:
+    """A repository with the toy lab and an official 'build' of fake binaries (no CMake cache,
+    so the grader uses it as it is)."""
+    root = tmp_path / "repo"
+    (root / "labs" / "toy").mkdir(parents=True)
+    (root / "labs" / "toy" / "lab.toml").write_text(TOY_LAB_TOML)
+    (root / "CMakeLists.txt").write_text("# toy\n")
+    bin_dir = root / "build" / "ci" / "bin"
+    write_fake(bin_dir / "toy_solution", name="toy_solution", sample_ms=2.0)
+    write_fake(bin_dir / "toy_checker", role="checker")
+    return root
+
+
+@pytest.fixture
+def toy_config(toy_root: Path, tmp_path: Path) -> Config:
+    return Config.load(env={}, root=toy_root, preset="ci", work_dir=tmp_path / "work",
+                       process_timeout_s=20.0, timing_rounds=2, timing_target_s=0.2,
+                       samples_low=10, samples_high=40)
+
+
+@pytest.fixture
+def toy_submission(tmp_path: Path) -> Path:
+    folder = tmp_path / "alice"
+    folder.mkdir()
+    (folder / "toy.cu").write_text("// the student's code\n")
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_toy_environment(request, monkeypatch):
+    """Tests on the toy lab must not see the caller's official build settings."""
+    if "toy_root" in request.fixturenames:
+        for name in ("CUDALAB_BUILD_DIR", "CUDALAB_ROOT", "CUDALAB_WORK_DIR"):
+            monkeypatch.delenv(name, raising=False)

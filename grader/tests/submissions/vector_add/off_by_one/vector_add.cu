@@ -1,0 +1,13 @@
+// Bug: the bounds check is i < n - 1, so the last element is never written.
+#include "labkit/check.hpp"
+#include "vector_add.hpp"
+
+__global__ void add(const float* a, const float* b, float* c, std::size_t n) {
+    const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (i < n - 1) c[i] = a[i] + b[i];
+}
+
+void vector_add(const float* a, const float* b, float* c, std::size_t n) {
+    add<<<static_cast<unsigned>((n + 255) / 256), 256>>>(a, b, c, n);
+    LABKIT_CHECK_LAUNCH();
+}

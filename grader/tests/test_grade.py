@@ -1,0 +1,213 @@
+"""The grade flow end to end, with fake binaries standing in for the reference, the checker
+and the submission (see fake_program.py), so it runs on a machine without a GPU."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from cudalab import build, cli, grade, report
+from conftest import write_fake
+
+
+@pytest.fixture
+def fake_submission(monkeypatch, tmp_path):
+    """Make the submission 'build' stage for real and then hand back a fake binary."""
+    def install(**behaviour) -> Path:
+        binary = write_fake(tmp_path / "fake-build" / "toy_submission", name="toy_submission",
+                            **behaviour)
+
+        def fake_build(config, spec, folder, work):
+            staged = build.stage_submission(spec, folder, work / "src")
+            return build.SubmissionBuild(binary, staged, "")
+        monkeypatch.setattr(build, "build_submission", fake_build)
+        return binary
+    return install
+
+
+def grade_toy(config, folder, **overrides):
+    if overrides:
+        config = dataclasses.replace(config, **overrides)
+    return grade.grade(config, "toy", folder, seed=12345)
+
+
+def case_status(result):
+    return {c["name"]: c["status"] for c in result["cases"]}
+
+
+def test_correct_submission_gets_full_marks(toy_config, toy_submission, fake_submission):
+    fake_submission(sample_ms=1.0)
+    # Half the reference's time per sample: full marks even on a busy 2-core machine, whose
+    # process start-up noise can move a wall-clock estimate by tens of percent.
+    result = grade_toy(toy_config, toy_submission, timing_disagreement_factor=3.0)
+    assert result["status"] == "graded" and result["exit_code"] == 0
+    assert result["score"]["total"] == 100
+    assert set(case_status(result).values()) == {"passed"}
+    perf = result["performance"]
+    assert perf["status"] == "scored" and perf["ratio"] < 1.1 and perf["points"] == 40
+    assert not perf["cross_check"]["flagged"]
+    assert len(perf["rounds"]) == 2 and perf["samples"] == [10, 110]
+    provenance = result["provenance"]
+    assert provenance["seed"] == 12345 and provenance["gpu"] == "Fake GPU"
+    assert provenance["isolation"] and provenance["finished_at"]
+    assert provenance["sm_clock_mhz"] == 1975.0  # median of the reference's before/after clocks
+
+
+def test_wrong_case_loses_its_share_and_all_performance(toy_config, toy_submission, fake_submission):
+    fake_submission(wrong_cases=["c_7"])
+    result = grade_toy(toy_config, toy_submission)
+    assert result["status"] == "graded"
+    assert case_status(result) == {"c_1": "passed", "c_7": "failed", "c_300": "passed"}
+    failed = next(c for c in result["cases"] if c["name"] == "c_7")
+    assert failed["message"].startswith("c[0] is wrong: expected 1.25")
+    assert result["score"]["correctness"] == 40 and result["score"]["performance"] == 0
+    assert result["performance"]["status"] == "skipped"
+
+
+def test_all_wrong_scores_zero_correctness(toy_config, toy_submission, fake_submission):
+    fake_submission(wrong_cases=["c_1", "c_7", "c_300"])
+    result = grade_toy(toy_config, toy_submission)
+    assert result["score"]["total"] == 0 and result["status"] == "graded"
+
+
+def test_lying_about_time_is_scored_on_the_wall_clock(toy_config, toy_submission, fake_submission):
+    fake_submission(sample_ms=6.0, report_ms=0.5)
+    result = grade_toy(toy_config, toy_submission)
+    perf = result["performance"]
+    assert perf["status"] == "scored"
+    check = perf["cross_check"]
+    assert check["flagged"] and check["student_event_ms"] == 0.5
+    assert check["student_ms"] > 4.0 and perf["ratio"] > 2.0
+    assert perf["points"] < 15
+    assert "wall clock" in perf["message"]
+    assert "wall clock" in report.render_feedback(result)
+
+
+def test_fast_but_wrong_in_bench_mode_scores_no_performance(toy_config, toy_submission, fake_submission):
+    fake_submission(bench_wrong=True)
+    result = grade_toy(toy_config, toy_submission)
+    assert result["score"]["correctness"] == 60
+    assert result["performance"]["status"] == "zero" and result["score"]["performance"] == 0
+    assert "fast but wrong" in result["performance"]["message"]
+
+
+def test_much_slower_code_stops_timing_early(toy_config, toy_submission, fake_submission):
+    fake_submission(sample_ms=8.0)
+    result = grade_toy(toy_config, toy_submission)
+    perf = result["performance"]
+    assert perf["status"] == "zero" and perf["rounds"] == []
+    assert "times as long as the reference" in perf["message"]
+
+
+def test_crash_fails_the_cases_without_a_passed_verdict(toy_config, toy_submission, fake_submission):
+    fake_submission(crash_after=1)
+    result = grade_toy(toy_config, toy_submission)
+    assert case_status(result) == {"c_1": "passed", "c_7": "failed", "c_300": "failed"}
+    assert "crashed with SIGSEGV" in result["cases"][1]["message"]
+    assert result["run"]["status"] == "crashed"
+    assert result["score"]["correctness"] == 20
+
+
+def test_timeout_is_reported_in_words(toy_config, toy_submission, fake_submission, tmp_path):
+    fake_submission(hang=True, pid_file=str(tmp_path / "grandchild.pid"))
+    result = grade_toy(toy_config, toy_submission, process_timeout_s=2.0)
+    assert set(case_status(result).values()) == {"failed"}
+    assert "killed after 2 s" in result["cases"][0]["message"]
+    assert result["run"]["status"] == "timeout" and result["run"]["exit_code"] == 5
+
+
+def test_cuda_error_quotes_stderr(toy_config, toy_submission, fake_submission):
+    fake_submission(cuda_error=True)
+    result = grade_toy(toy_config, toy_submission)
+    assert set(case_status(result).values()) == {"failed"}
+    assert result["cases"][0]["message"].startswith("CUDA error: an illegal memory access")
+    assert result["run"]["exit_code"] == 3
+
+
+def test_no_device_is_not_run_never_a_zero(toy_config, toy_root, toy_submission, fake_submission):
+    write_fake(toy_root / "build" / "ci" / "bin" / "toy_solution", no_device=True)
+    fake_submission()
+    result = grade_toy(toy_config, toy_submission)
+    assert result["status"] == "not_run" and result["exit_code"] == 23
+    assert result["score"] is None and result["cases"] == []
+    assert result["build"]["status"] == "built"
+    assert "no CUDA device" in result["message"]
+    assert "Not graded" in report.render_feedback(result)
+
+
+def test_submission_claiming_no_device_fails(toy_config, toy_submission, fake_submission):
+    fake_submission(no_device=True)
+    result = grade_toy(toy_config, toy_submission)
+    assert result["status"] == "graded" and result["score"]["total"] == 0
+    assert "although the reference solution ran" in result["cases"][0]["message"]
+
+
+def test_broken_checker_is_a_grader_error_with_a_zero_entry(toy_config, toy_root, toy_submission,
+                                                            fake_submission):
+    (toy_root / "build" / "ci" / "bin" / "toy_checker").write_text("#!/bin/sh\nexit 6\n")
+    fake_submission()
+    result = grade_toy(toy_config, toy_submission)
+    assert result["status"] == "error" and result["exit_code"] == 24
+    assert result["score"]["total"] == 0
+    assert "checker could not judge" in result["message"]
+
+
+def test_missing_file_is_a_submission_error(toy_config, tmp_path, fake_submission):
+    fake_submission()
+    empty = tmp_path / "bob"
+    empty.mkdir()
+    result = grade_toy(toy_config, empty)
+    assert result["status"] == "submission_error" and result["exit_code"] == 21
+    assert "toy.cu" in result["message"] and str(empty) in result["message"]
+
+
+def test_extra_files_are_ignored_with_a_warning(toy_config, toy_submission, fake_submission):
+    (toy_submission / "ladder").mkdir()
+    (toy_submission / "notes.txt").write_text("hi")
+    fake_submission()
+    result = grade_toy(toy_config, toy_submission)
+    assert result["status"] == "graded"
+    assert result["build"]["ignored"] == ["ladder/", "notes.txt"]
+    assert any("ladder/ was ignored" in w for w in result["warnings"])
+
+
+def _cli_env(monkeypatch, config):
+    monkeypatch.setenv("CUDALAB_ROOT", str(config.root))
+    monkeypatch.setenv("CUDALAB_PRESET", "ci")
+    monkeypatch.setenv("CUDALAB_WORK_DIR", str(config.work_dir))
+    monkeypatch.setenv("CUDALAB_TIMING_ROUNDS", "1")
+    monkeypatch.setenv("CUDALAB_TIMING_TARGET_S", "0.05")
+
+
+def test_cli_grade_writes_result_and_feedback(toy_config, toy_submission, fake_submission,
+                                              monkeypatch, capsys, tmp_path):
+    _cli_env(monkeypatch, toy_config)
+    fake_submission(sample_ms=1.0)
+    out = tmp_path / "out"
+    code = cli.main(["grade", "toy", str(toy_submission), "--json", "--seed", "9", "--out", str(out)])
+    assert code == 0
+    printed = json.loads(capsys.readouterr().out)
+    on_disk = json.loads((out / "result.json").read_text())
+    assert printed == on_disk and on_disk["schema"] == "cudalab.grade/1"
+    assert on_disk["provenance"]["seed"] == 9
+    assert "# Toy lab: feedback for alice" in (out / "feedback.md").read_text()
+
+
+def test_cli_grade_default_out_dir_and_summary(toy_config, toy_submission, fake_submission,
+                                               monkeypatch, capsys):
+    _cli_env(monkeypatch, toy_config)
+    fake_submission(wrong_cases=["c_1"])
+    assert cli.main(["grade", "toy", str(toy_submission)]) == 0
+    assert "FAIL  c_1" in capsys.readouterr().out
+    assert (toy_config.work_dir / "toy" / "alice" / "result.json").is_file()
+
+
+def test_cli_unknown_lab_still_writes_a_result(toy_config, toy_submission, monkeypatch, tmp_path):
+    _cli_env(monkeypatch, toy_config)
+    out = tmp_path / "out"
+    assert cli.main(["grade", "nosuchlab", str(toy_submission), "--out", str(out)]) == 20
+    result = json.loads((out / "result.json").read_text())
+    assert result["status"] == "unknown_lab" and "toy" in result["message"]
+    assert result["score"]["total"] == 0

@@ -1,0 +1,105 @@
+"""labspec: every validation error is one clear sentence; models evaluate; the header is stable."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cudalab import labspec
+from conftest import REPO_ROOT, TOY_LAB_TOML
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def load_text(tmp_path: Path, text: str) -> labspec.LabSpec:
+    path = tmp_path / "labs" / "toy" / "lab.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return labspec.load(path)
+
+
+def test_toy_lab_loads(tmp_path):
+    spec = load_text(tmp_path, TOY_LAB_TOML)
+    assert [c.name for c in spec.cases] == ["c_1", "c_7", "c_300"]
+    assert spec.case("b_1000").params == {"n": 1000}
+    assert spec.bytes_moved(spec.case("b_1000")) == 12000
+    assert spec.scoring.timing_case == "b_1000"
+
+
+def test_the_real_labs_load():
+    for path in sorted((REPO_ROOT / "labs").glob("*/lab.toml")):
+        labspec.load(path)
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ('title = "Toy lab"\n', "", "missing key 'title'"),
+    ('dtype = "f32"', 'dtype = "float"', "dtype 'float' is not one of f32, f64"),
+    ('name = "c_7"', 'name = "c 7"', "case name 'c 7' may use letters, digits"),
+    ('name = "c_7"', 'name = "c_1"', "case name 'c_1' appears twice"),
+    ('byte_model = "12 * n"', 'byte_model = "12 * m"', "uses 'm', which is not a parameter"),
+    ('byte_model = "12 * n"', 'byte_model = "12 * (n"', "is not an arithmetic expression"),
+    ('byte_model = "12 * n"', 'byte_model = "n ** 2"', "may only use case parameters"),
+    ('byte_model = "12 * n"', 'byte_model = "len(n)"', "may only use case parameters"),
+    ('timing_case = "b_1000"', 'timing_case = "c_1"', "timing_case 'c_1' is not a bench case (bench cases: b_1000)"),
+    ('name = "b_1000"', 'name = "c_300"', "names used both as a case and a bench case: c_300"),
+    ('full_marks_ratio = 1.10', 'full_marks_ratio = 4.0', "need 0 < full_marks_ratio < zero_marks_ratio"),
+    ('n = 7', 'n = 7.5', "parameter 'n' must be an integer"),
+    ('name = "toy"', 'name = "other"', "name 'other' must match its folder 'toy'"),
+    ('files = ["toy.cu"]', 'files = ["src/toy.cu"]', "'files' must list plain file names"),
+    ('files = ["toy.cu"]', 'files = ["toy.cu", "toy.cu"]', "names a file twice"),
+    ('max_file_bytes = 1000', 'max_file_bytes = 0', "'max_file_bytes' must be a positive"),
+    ('source = "ladder/simple.cu"', 'source = "../simple.cu"', "must be a .cu file inside solutions/toy/"),
+    ('source = "ladder/simple.cu"', 'source = "ladder/toy.cu"', "two ladder sources are called 'toy'"),
+    ('correctness_points = 60', 'correctness_points = true', "'correctness_points' must be an integer or a number, not a boolean"),
+    ('correctness_points = 60\n', '', "[scoring]: missing key 'correctness_points'"),
+])
+def test_validation_errors_are_sentences(tmp_path, old, new, expected):
+    assert old in TOY_LAB_TOML
+    with pytest.raises(labspec.LabSpecError) as err:
+        load_text(tmp_path, TOY_LAB_TOML.replace(old, new, 1))
+    assert expected in str(err.value)
+    assert str(tmp_path) in str(err.value), "every message says which file"
+
+
+def test_not_toml_and_no_file(tmp_path):
+    with pytest.raises(labspec.LabSpecError, match="not valid TOML"):
+        load_text(tmp_path, "[lab\n")
+    with pytest.raises(labspec.LabSpecError, match="no such file"):
+        labspec.load(tmp_path / "nope" / "lab.toml")
+
+
+def test_no_cases(tmp_path):
+    text = TOY_LAB_TOML.split("[[cases]]")[0] + "[bench]" + TOY_LAB_TOML.split("[bench]")[1]
+    with pytest.raises(labspec.LabSpecError, match=r"\[\[cases\]\]: needs at least one case"):
+        load_text(tmp_path, text)
+
+
+@pytest.mark.parametrize("expr, params, value", [
+    ("12 * n", {"n": 3}, 36.0),
+    ("2 * m * n * k", {"m": 2, "n": 3, "k": 4}, 48.0),
+    ("(n + 1) / 2 - -1", {"n": 5}, 4.0),
+    ("4", {}, 4.0),
+])
+def test_model_evaluation(expr, params, value):
+    labspec.check_model(expr, set(params), "test")
+    assert labspec.evaluate_model(expr, params) == value
+
+
+def test_header_matches_the_stored_copy(tmp_path):
+    header = labspec.emit_header(load_text(tmp_path, TOY_LAB_TOML))
+    golden = GOLDEN / "toy_lab_spec.hpp"
+    if os.environ.get("CUDALAB_UPDATE_GOLDEN"):
+        golden.write_text(header)
+    assert header == golden.read_text(), "set CUDALAB_UPDATE_GOLDEN=1 to accept a deliberate change"
+
+
+def test_emit_header_cli_writes_only_on_change(tmp_path):
+    load_text(tmp_path, TOY_LAB_TOML)
+    toml = tmp_path / "labs" / "toy" / "lab.toml"
+    out = tmp_path / "gen" / "lab_spec.hpp"
+    assert labspec.main(["emit-header", str(toml), str(out)]) == 0
+    stamp = out.stat().st_mtime_ns
+    assert labspec.main(["emit-header", str(toml), str(out)]) == 0
+    assert out.stat().st_mtime_ns == stamp
+    assert labspec.main(["emit-header", str(toml)]) == 2

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""The short table tools/gpu-check.sh prints last: test totals, each lab's ladder at
+every bench size, and the grades of each lab's solution and starter.
+
+    gpu_summary.py OUT_DIR
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+
+def last_match(path: Path, pattern: str) -> str:
+    if not path.exists():
+        return f"({path.name} missing)"
+    found = [line for line in path.read_text(errors="replace").splitlines() if re.search(pattern, line)]
+    return found[-1].strip() if found else f"(no summary line in {path.name})"
+
+
+def load(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def ladder_rows(ladder: dict) -> list[str]:
+    rows = []
+    for case in ladder.get("cases", []):
+        rows.append(f"  {case['name']} ({case.get('bytes_moved', 0) / 1e9:.2f} GB moved)")
+        rows.append(f"    {'rung':44} {'median ms':>10} {'spread':>7} {'GB/s':>8} {'% copy':>7} "
+                    f"{'vs prev':>8} {'vs lib':>7}  check")
+        for r in case.get("rungs", []):
+            def num(key, fmt, scale=1.0):
+                v = r.get(key)
+                return format(v * scale, fmt) if isinstance(v, (int, float)) else "-"
+            rows.append(f"    {r['name'][:44]:44} {num('median_ms', '10.4f')} {num('spread', '6.2f', 100)}% "
+                        f"{num('gbps', '8.1f')} {num('fraction_of_copy', '6.1f', 100)}% "
+                        f"{num('speedup_over_previous', '7.2f')}x {num('fraction_of_library', '6.3f')}  "
+                        f"{r.get('verdict', r.get('status', '?'))}")
+        lib = case.get("library")
+        if lib:
+            rows.append(f"    library: {lib['name']} {lib['median_ms']:.4f} ms, {lib['gbps']:.1f} GB/s; "
+                        f"copy roof {case.get('copy_gbps', 0):.1f} GB/s")
+    return rows
+
+
+def main() -> int:
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "build/gpu-check")
+    print("=" * 100)
+    device = (out / "device.txt").read_text().strip().splitlines()[-1] if (out / "device.txt").exists() else "?"
+    print(f"device: {device}")
+    print(f"ctest:  {last_match(out / 'ctest.log', r'tests passed|tests failed')}")
+    print(f"pytest: {last_match(out / 'pytest.log', r'passed|failed|error')}")
+    for path in sorted(out.glob("sanitizer_*.log")):
+        print(f"{path.stem}: {last_match(path, r'ERROR SUMMARY|exit')}")
+    for ladder_path in sorted(out.glob("ladder_*.json")):
+        ladder = load(ladder_path)
+        lab = ladder_path.stem[len("ladder_"):]
+        if not ladder:
+            print(f"ladder {lab}: no result (see ladder_{lab}.log)")
+            continue
+        print(f"ladder {lab} (seed {ladder.get('seed')}, {ladder.get('samples')} samples):")
+        print("\n".join(ladder_rows(ladder)))
+    for grade_path in sorted(out.glob("grade_*.json")):
+        g = load(grade_path)
+        name = grade_path.stem[len("grade_"):]
+        if not g:
+            print(f"grade {name}: no result (see {grade_path.stem}.log)")
+            continue
+        score = g.get("score", {})
+        first_fail = next((c.get("message", "") for c in g.get("cases", []) if c.get("status") != "passed"), "")
+        perf = g.get("performance") or {}
+        print(f"grade {name}: {g.get('status')} {score.get('total', '?')}/{score.get('max', '?')} "
+              f"(correctness {score.get('correctness', '?')}, performance {score.get('performance', '?')}"
+              f"{', ratio %.3f' % perf['ratio'] if isinstance(perf.get('ratio'), (int, float)) else ''})"
+              f"{'; first failure: ' + first_fail[:90] if first_fail else ''}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
