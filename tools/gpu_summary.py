@@ -73,7 +73,7 @@ def main() -> int:
         score = g.get("score", {})
         first_fail = next((c.get("message", "") for c in g.get("cases", []) if c.get("status") != "passed"), "")
         perf = g.get("performance") or {}
-        print(f"grade {name}: {g.get('status')} {score.get('total', '?')}/{score.get('max', '?')} "
+        print(f"grade {name}: {g.get('status')} {score.get('total', '?')}/{score.get('total_max', '?')} "
               f"(correctness {score.get('correctness', '?')}, performance {score.get('performance', '?')}"
               f"{', ratio %.3f' % perf['ratio'] if isinstance(perf.get('ratio'), (int, float)) else ''})"
               f"{'; first failure: ' + first_fail[:90] if first_fail else ''}")

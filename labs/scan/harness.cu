@@ -1,0 +1,94 @@
+// Lab scan, GPU side: upload the input (float or int, as the case says), hand the
+// student a workspace full of garbage, run the scans the case asks for, expose their
+// outputs. CUB's DeviceScan is the library baseline timed beside it.
+#include <cub/device/device_scan.cuh>
+
+#include <memory>
+
+#include "labkit/check.hpp"
+#include "labkit/harness.hpp"
+#include "problem.hpp"
+#include "scan.hpp"
+
+namespace {
+
+class ScanRun final : public labkit::DeviceRun {
+public:
+    ScanRun(const labkit::CaseSpec& spec, const std::vector<labkit::HostArray>& inputs)
+        : integer_(spec.param("integer") != 0),
+          in_(inputs.at(0)),
+          n_(in_.size()),
+          workspace_(scan_workspace_bytes(n_)) {
+        const labkit::DType t = integer_ ? labkit::DType::i32 : labkit::DType::f32;
+        const std::string suffix = integer_ ? "_int" : "";
+        if (spec.param("inclusive")) inclusive_ = std::make_unique<labkit::DeviceArray>("inclusive" + suffix, t,
+                                                                                         std::vector{n_});
+        if (spec.param("exclusive")) exclusive_ = std::make_unique<labkit::DeviceArray>("exclusive" + suffix, t,
+                                                                                         std::vector{n_});
+        if (workspace_.bytes()) LABKIT_CHECK(cudaMemset(workspace_.data(), 0xCD, workspace_.bytes()));
+        std::size_t a = 0, b = 0;
+        if (integer_) {
+            LABKIT_CHECK(cub::DeviceScan::InclusiveSum(nullptr, a, in_.get<int>(), in_.get<int>(), count()));
+            LABKIT_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, b, in_.get<int>(), in_.get<int>(), count()));
+        } else {
+            LABKIT_CHECK(cub::DeviceScan::InclusiveSum(nullptr, a, in_.get<float>(), in_.get<float>(), count()));
+            LABKIT_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, b, in_.get<float>(), in_.get<float>(), count()));
+        }
+        cub_bytes_ = std::max(a, b);
+        cub_temp_ = std::make_unique<labkit::DeviceBuffer>(cub_bytes_);
+    }
+
+    void run() override {
+        void* ws = workspace_.data();
+        if (integer_) {
+            if (inclusive_) scan_inclusive_int(in_.get<int>(), inclusive_->get<int>(), n_, ws);
+            if (exclusive_) scan_exclusive_int(in_.get<int>(), exclusive_->get<int>(), n_, ws);
+        } else {
+            if (inclusive_) scan_inclusive(in_.get<float>(), inclusive_->get<float>(), n_, ws);
+            if (exclusive_) scan_exclusive(in_.get<float>(), exclusive_->get<float>(), n_, ws);
+        }
+    }
+
+    std::vector<labkit::DeviceArray*> outputs() override {
+        std::vector<labkit::DeviceArray*> out;
+        if (inclusive_) out.push_back(inclusive_.get());
+        if (exclusive_) out.push_back(exclusive_.get());
+        return out;
+    }
+
+    const char* library_name() const override { return "CUB DeviceScan"; }
+    void run_library() override {
+        if (integer_) library_scans<int>();
+        else library_scans<float>();
+    }
+
+private:
+    std::int64_t count() const { return static_cast<std::int64_t>(n_); }
+
+    template <class T> void library_scans() {
+        std::size_t bytes = cub_bytes_;
+        if (inclusive_)
+            LABKIT_CHECK(cub::DeviceScan::InclusiveSum(cub_temp_->data(), bytes, in_.get<T>(), inclusive_->get<T>(),
+                                                       count()));
+        if (exclusive_)
+            LABKIT_CHECK(cub::DeviceScan::ExclusiveSum(cub_temp_->data(), bytes, in_.get<T>(), exclusive_->get<T>(),
+                                                       count()));
+    }
+
+    bool integer_;
+    labkit::DeviceArray in_;
+    std::uint64_t n_;
+    labkit::DeviceBuffer workspace_;
+    std::unique_ptr<labkit::DeviceArray> inclusive_, exclusive_;
+    std::size_t cub_bytes_ = 0;
+    std::unique_ptr<labkit::DeviceBuffer> cub_temp_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    return labkit::harness_main(argc, argv, lab_scan::problem(),
+                                [](const labkit::CaseSpec& spec, const std::vector<labkit::HostArray>& inputs) {
+                                    return std::make_unique<ScanRun>(spec, inputs);
+                                });
+}
