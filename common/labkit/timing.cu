@@ -19,7 +19,7 @@ void Timer::flush_l2() {
 }
 
 Timing Timer::measure(const std::function<void()>& prepare, const std::function<void()>& region,
-                      const TimingOptions& options) {
+                      const TimingOptions& options, const std::function<void(int)>& after_sample) {
     Timing t;
     for (int i = 0; i < options.warmup; ++i) {
         prepare();
@@ -40,6 +40,7 @@ Timing Timer::measure(const std::function<void()>& prepare, const std::function<
         float ms = 0.0f;
         LABKIT_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
         t.samples_ms.push_back(static_cast<double>(ms));
+        if (after_sample) after_sample(i);
     }
     t.sm_clock_mhz_after = measure_sm_clock_mhz();
     t.l2_flushed = l2_scratch_.bytes() > 0;

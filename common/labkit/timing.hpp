@@ -33,8 +33,10 @@ public:
     Timer& operator=(const Timer&) = delete;
     ~Timer();
 
+    // after_sample(i), when given, runs after timed sample i has finished (outside the
+    // events), e.g. to keep that sample's outputs.
     Timing measure(const std::function<void()>& prepare, const std::function<void()>& region,
-                   const TimingOptions& options);
+                   const TimingOptions& options, const std::function<void(int)>& after_sample = {});
 
 private:
     void flush_l2();

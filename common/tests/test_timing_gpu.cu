@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "labkit/check.hpp"
 #include "labkit/device.hpp"
@@ -29,14 +30,16 @@ TEST_CASE("test_timer_runs_prepare_before_every_sample_and_times_the_region") {
     const auto info = labkit::query_device();
     labkit::Timer timer(info);
     int prepared = 0, ran = 0;
+    std::vector<int> finished;
     const auto t = timer.measure([&] { ++prepared; },
                                  [&] {
                                      ++ran;
                                      spin<<<1, 1>>>(1'000'000ull);
                                  },
-                                 labkit::TimingOptions{2, 7});
+                                 labkit::TimingOptions{2, 7}, [&](int sample) { finished.push_back(sample); });
     CHECK(prepared == 9);
     CHECK(ran == 9);
+    CHECK(finished == std::vector<int>{0, 1, 2, 3, 4, 5, 6});  // only timed samples, in order
     REQUIRE(t.samples_ms.size() == 7);
     CHECK(t.summary.median > 0.05);  // a million cycles is at least ~0.2 ms below 5 GHz
     CHECK(t.l2_flushed);

@@ -54,6 +54,9 @@ class Config:
     timing_disagreement_factor: float = _setting(1.5, "Flag a submission whose own event timing "
                                                  "and the wall clock differ by more than this "
                                                  "factor.")
+    timing_noise_floor: float = _setting(0.25, "The least wall-clock noise assumed, as a fraction "
+                                         "of the reference's wall time per sample: the wall "
+                                         "clock counts against a submission only beyond it.")
     compile_feedback_lines: int = _setting(40, "How many compiler lines about the student's "
                                            "files the feedback keeps.")
     keep_temp: bool = _setting(False, "Keep grading's temporary folders (dumps, logs) for "

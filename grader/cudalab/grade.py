@@ -237,7 +237,8 @@ class GradingSession:
             perf.update(status="zero", message=str(zero))
             return perf
         reference, student = TimingSummary.of(reference_rounds), TimingSummary.of(student_rounds)
-        checked = cross_check(reference, student, config.timing_disagreement_factor)
+        checked = cross_check(reference, student, config.timing_disagreement_factor,
+                              config.timing_noise_floor)
         perf.update(ratio=checked.ratio, message=checked.message, cross_check=checked.to_json(),
                     spread={"reference": reference.spread, "submission": student.spread,
                             "reference_wall_rounds": reference.wall_round_spread,

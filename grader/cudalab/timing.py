@@ -6,6 +6,12 @@ what one sample really cost, overhead included. The reference's overhead (its wa
 estimate minus its event median) is subtracted from the student's wall-clock estimate, and
 the student is scored on the larger of that and their own event median: a process can
 report any time it likes, but it cannot make the wall clock run faster.
+
+Process start-up and input generation make each wall-clock estimate noisy, so the wall
+clock counts against a student only beyond the measured noise: the larger of the spread
+of either binary's per-round estimates and a floor (a fraction of the reference's wall
+time per sample). Honest code is never scored above its own event time by noise alone,
+while hidden work larger than the noise still shows.
 """
 from __future__ import annotations
 
@@ -65,6 +71,7 @@ class CrossCheck:
     student_event_ms: float | None
     student_wall_ms: float
     student_wall_adjusted_ms: float   # student wall estimate minus the reference's overhead
+    noise_ms: float                   # how much the wall-clock estimate moves by itself
     student_ms: float                 # what the student is scored on
     ratio: float                      # student_ms / reference_ms
     disagreement: float | None        # how far event and wall clock differ, as a factor >= 1
@@ -84,10 +91,19 @@ def samples_for_target(samples_low: int, samples_high: int, samples_max: int,
     return max(samples_low + 1, min(wanted, samples_max))
 
 
-def cross_check(reference: TimingSummary, student: TimingSummary, factor: float) -> CrossCheck:
+def wall_noise_ms(reference: TimingSummary, student: TimingSummary, floor_fraction: float) -> float:
+    """How far a wall-clock estimate moves with no change in the code measured."""
+    spreads = [t.wall_round_spread * t.wall_ms for t in (reference, student)
+               if math.isfinite(t.wall_round_spread)]
+    return max(spreads + [floor_fraction * reference.wall_ms])
+
+
+def cross_check(reference: TimingSummary, student: TimingSummary, factor: float,
+                noise_floor_fraction: float = 0.25) -> CrossCheck:
     if reference.event_ms is None or reference.event_ms <= 0:
         raise ValueError("the reference reported no event timing")
     overhead = max(0.0, reference.wall_ms - reference.event_ms)
+    noise = wall_noise_ms(reference, student, noise_floor_fraction)
     adjusted = student.wall_ms - overhead
     event = student.event_ms
     if event is None or event <= 0:
@@ -96,13 +112,17 @@ def cross_check(reference: TimingSummary, student: TimingSummary, factor: float)
         message = (f"Your program reported no usable event timing, so it is scored on the "
                    f"wall clock alone: {scored:.4g} ms per run.")
     else:
-        scored = max(event, adjusted)
-        disagreement = max(adjusted / event, event / adjusted) if adjusted > 0 else math.inf
+        beyond_noise = adjusted - noise
+        scored = max(event, beyond_noise)
+        disagreement = (beyond_noise / event if beyond_noise > event
+                        else (event / (adjusted + noise) if adjusted + noise > 0 else math.inf))
+        disagreement = max(disagreement, 1.0)
         flagged = disagreement > factor
         message = ""
-        if flagged and adjusted > event:
+        if flagged and beyond_noise > event:
             message = (f"Your program reports {event:.4g} ms per run, but the wall clock shows "
-                       f"{adjusted:.4g} ms per run (after the overhead the reference also shows). "
+                       f"{adjusted:.4g} ms per run (after the overhead the reference also shows, "
+                       f"{noise:.2g} ms of it within measurement noise). "
                        "Work the CUDA events do not see (another stream, the host, a later "
                        "kernel) still takes time: you are scored on the wall clock.")
         elif flagged:
@@ -112,5 +132,6 @@ def cross_check(reference: TimingSummary, student: TimingSummary, factor: float)
     return CrossCheck(reference_ms=reference.event_ms, reference_wall_ms=reference.wall_ms,
                       reference_overhead_ms=overhead, student_event_ms=event,
                       student_wall_ms=student.wall_ms, student_wall_adjusted_ms=adjusted,
+                      noise_ms=noise,
                       student_ms=scored, ratio=scored / reference.event_ms,
                       disagreement=disagreement, flagged=flagged, message=message)
