@@ -78,6 +78,7 @@ def main() -> int:
         built = list(pool.map(lambda v: build(args.lab, v[1], official), variants))
 
     rows = []
+    print(f"built {len(variants)} variants; benching each (rows print as they finish)", flush=True)
     for (label, _), (binary, error) in zip(variants, built):
         if error:
             rows.append({"variant": label, "status": "build failed", "message": error.strip().splitlines()[-3:]})
@@ -96,6 +97,8 @@ def main() -> int:
         rows.append({"variant": label, "status": bench["status"], "case": bench["name"],
                      "median_ms": bench["median_ms"], "spread": bench["spread"], "gbps": bench["gbps"],
                      "fraction_of_library": bench.get("fraction_of_library")})
+        print(f"  {label}: {bench['median_ms']:.4f} ms, {bench.get('fraction_of_library') or 0:.3f} of the "
+              f"library, {bench['status']}", flush=True)
     shutil.rmtree(work, ignore_errors=True)
 
     rows.sort(key=lambda r: r.get("median_ms") or float("inf"))
