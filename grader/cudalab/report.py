@@ -51,7 +51,8 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g} ms"
 
 
-def _environment() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
+    """The Jinja2 environment of every template the package ships."""
     env = jinja2.Environment(loader=jinja2.PackageLoader("cudalab", "templates"),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              trim_blocks=True, lstrip_blocks=True, autoescape=False)
@@ -61,7 +62,7 @@ def _environment() -> jinja2.Environment:
 
 
 def render(template: str, result: dict) -> str:
-    return _environment().get_template(template).render(r=result)
+    return environment().get_template(template).render(r=result)
 
 
 def render_summary(result: dict) -> str:

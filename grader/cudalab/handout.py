@@ -1,0 +1,64 @@
+"""`cudalab handout`: render a lab's handout from its lab.toml.
+
+The handout (handouts/<lab>.md) says what the student writes, how it is checked (every
+case and why it is there, every tolerance and why it is what it is), how it is timed and
+scored, and which variants the ladder shows. It is rendered from lab.toml alone, so it
+can never disagree with what the grader does; the rendered copies are kept in the
+repository and `--check` (run by the tests) fails when one is out of date.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from pathlib import Path
+
+from . import console, labs, report
+from .config import Config
+from .labspec import LabSpec
+
+
+def tolerance_rule(output) -> str:
+    if output.computed:
+        return "a bound computed for every element from the data (see why)"
+    parts = []
+    if output.abs or output.rel or output.ulp < 0:
+        parts.append(f"|got - expected| <= {output.abs:g} + {output.rel:g} * |expected|")
+    if output.ulp >= 0:
+        parts.append("exactly equal" if output.ulp == 0 and not parts else f"within {output.ulp} ULP")
+    return " or ".join(parts)
+
+
+def render_handout(spec: LabSpec) -> str:
+    return report.environment().get_template("handout.md.j2").render(
+        lab=spec, tolerance_rule=tolerance_rule,
+        bytes_per_case={c.name: spec.bytes_moved(c) for c in spec.bench_cases})
+
+
+def handout_path(config: Config, spec: LabSpec) -> Path:
+    return config.root / "handouts" / f"{spec.name}.md"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("lab", help="the lab whose handout to render")
+    parser.add_argument("--check", action="store_true",
+                        help="do not write: exit 1 and print a diff when the handout is out of date")
+
+
+def main(args: argparse.Namespace, config: Config) -> int:
+    spec = labs.load_lab(config, args.lab)
+    path = handout_path(config, spec)
+    wanted = render_handout(spec)
+    have = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if have == wanted:
+        console.info(f"{spec.name}: the handout is up to date")
+        return 0
+    if args.check:
+        sys.stdout.writelines(difflib.unified_diff(have.splitlines(keepends=True), wanted.splitlines(keepends=True),
+                                                   fromfile=str(path), tofile=f"rendered from {spec.path}"))
+        console.error(f"out of date: {path}; run `cudalab handout {spec.name}`")
+        return 1
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(wanted, encoding="utf-8")
+    console.info(f"wrote {path}")
+    return 0
