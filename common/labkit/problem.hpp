@@ -31,15 +31,10 @@ struct Problem {
     const OutputSpec& output(const std::string& output_name) const;  // throws if unknown
 };
 
-// Fills name, cases, outputs and the models from a lab's generated lab_spec namespace.
-#define LABKIT_PROBLEM_FROM_SPEC(problem)                      \
-    do {                                                       \
-        (problem).name = lab_spec::kLabName;                   \
-        (problem).cases = lab_spec::kCases;                    \
-        (problem).bench_cases = lab_spec::kBenchCases;         \
-        (problem).outputs = lab_spec::kOutputs;                \
-        (problem).bytes_moved = lab_spec::bytes_moved;         \
-        (problem).flops = lab_spec::flops;                     \
-    } while (0)
+// A lab's Problem: what its generated lab_spec.hpp says (name, cases, outputs, models)
+// plus its input generator and reference. Used once in every labs/<lab>/problem.cpp.
+#define LABKIT_PROBLEM(make_inputs_fn, reference_fn)                                             \
+    (::labkit::Problem{lab_spec::kLabName, lab_spec::kCases, lab_spec::kBenchCases, lab_spec::kOutputs, \
+                       lab_spec::bytes_moved, lab_spec::flops, (make_inputs_fn), (reference_fn)})
 
 }  // namespace labkit

@@ -61,12 +61,6 @@ std::vector<labkit::Expected> reference(const labkit::CaseSpec& spec, const std:
 
 }  // namespace
 
-labkit::Problem problem() {
-    labkit::Problem p;
-    LABKIT_PROBLEM_FROM_SPEC(p);
-    p.make_inputs = make_inputs;
-    p.reference = reference;
-    return p;
-}
+labkit::Problem problem() { return LABKIT_PROBLEM(make_inputs, reference); }
 
 }  // namespace lab_scan
