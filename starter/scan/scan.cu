@@ -17,7 +17,7 @@ namespace {
 // Start with the large-vector scheme of lecture 4 (TODOs 1-4). The course reference
 // goes further: one pass over the data, with "decoupled look-back" between blocks
 // (see the handout), but get this right first.
-// STARTER:
+
 // TODO 1 (block scan): each block scans its own segment of the vector.
 // Copy the segment into shared memory, scan it there, copy it back to out:
 //   * first try the Hillis Steele Horn scan, with its two bugs fixed: double
@@ -33,7 +33,7 @@ template <typename T>
 __global__ void block_scan(const T* in, T* out, std::size_t n, bool exclusive, T* block_sums) {
     // your code here
 }
-// STARTER:
+
 // TODO 2 (add back): add scanned_block_sums[b - 1], the sum of every element before
 // segment b, to every element of segment b, for b = 1, 2, ... (the lecture's block_add).
 template <typename T>
