@@ -6,10 +6,9 @@
 // warp touches are consecutive as well, so shared memory serves them without bank
 // conflicts (rung 1's t, t + 2, t + 4, ... collide in the same banks).
 //
-// Same multi-pass structure as rung 1: one partial sum per block, then passes over the
-// partial sums in the workspace until one block writes *out.
-#include "labkit/check.hpp"
-#include "reduction.hpp"
+// Same multi-pass structure as rung 1 (multipass.cuh): one partial sum per block, then
+// passes over the partial sums in the workspace until one block writes *out.
+#include "multipass.cuh"
 
 namespace {
 
@@ -31,28 +30,7 @@ __global__ void reduce_blocks(const float* in, float* block_sums, std::size_t n)
     if (t == 0) block_sums[blockIdx.x] = partial_sum[0];
 }
 
-std::size_t blocks_for(std::size_t count) { return (count + kElementsPerBlock - 1) / kElementsPerBlock; }
-
 }  // namespace
 
-// Every pass but the last writes its partial sums to the workspace, each pass after
-// the previous one, so that no pass overwrites what it is still reading.
-std::size_t reduce_sum_workspace_bytes(std::size_t n) {
-    std::size_t floats = 0;
-    for (std::size_t count = blocks_for(n); count > 1; count = blocks_for(count)) floats += count;
-    return floats * sizeof(float);
-}
-
-void reduce_sum(const float* in, float* out, std::size_t n, void* workspace) {
-    float* next_sums = static_cast<float*>(workspace);
-    for (std::size_t count = n;;) {
-        const std::size_t blocks = blocks_for(count);
-        float* block_sums = blocks == 1 ? out : next_sums;
-        reduce_blocks<<<static_cast<unsigned>(blocks), kThreadsPerBlock>>>(in, block_sums, count);
-        LABKIT_CHECK_LAUNCH();
-        if (blocks == 1) return;
-        in = block_sums;  // the next pass adds up this pass's partial sums
-        next_sums += blocks;
-        count = blocks;
-    }
-}
+// The multi-pass reduction of multipass.cuh around this rung's block reduce.
+MULTIPASS_DEFINE_API(multipass::KernelBlockReduce<kElementsPerBlock, kThreadsPerBlock, reduce_blocks>);

@@ -7,9 +7,9 @@
 // The additions are the same as rung 3's, in the same order (lane t adds lane t +
 // offset, exactly as thread t added partial_sum[t + stride]), so the result is the
 // same float, bit for bit; only the time differs. The best rung (reduction.cu) goes
-// one step further and starts with shuffles in every warp.
-#include "labkit/check.hpp"
-#include "reduction.hpp"
+// one step further and starts with shuffles in every warp. The multi-pass driver around
+// the kernel is shared by all the rungs: see multipass.cuh.
+#include "multipass.cuh"
 
 namespace {
 
@@ -38,28 +38,7 @@ __global__ void reduce_blocks(const float* in, float* block_sums, std::size_t n)
     }
 }
 
-std::size_t blocks_for(std::size_t count) { return (count + kElementsPerBlock - 1) / kElementsPerBlock; }
-
 }  // namespace
 
-// Every pass but the last writes its partial sums to the workspace, each pass after
-// the previous one, so that no pass overwrites what it is still reading.
-std::size_t reduce_sum_workspace_bytes(std::size_t n) {
-    std::size_t floats = 0;
-    for (std::size_t count = blocks_for(n); count > 1; count = blocks_for(count)) floats += count;
-    return floats * sizeof(float);
-}
-
-void reduce_sum(const float* in, float* out, std::size_t n, void* workspace) {
-    float* next_sums = static_cast<float*>(workspace);
-    for (std::size_t count = n;;) {
-        const std::size_t blocks = blocks_for(count);
-        float* block_sums = blocks == 1 ? out : next_sums;
-        reduce_blocks<<<static_cast<unsigned>(blocks), kThreadsPerBlock>>>(in, block_sums, count);
-        LABKIT_CHECK_LAUNCH();
-        if (blocks == 1) return;
-        in = block_sums;  // the next pass adds up this pass's partial sums
-        next_sums += blocks;
-        count = blocks;
-    }
-}
+// The multi-pass reduction of multipass.cuh around this rung's block reduce.
+MULTIPASS_DEFINE_API(multipass::KernelBlockReduce<kElementsPerBlock, kThreadsPerBlock, reduce_blocks>);

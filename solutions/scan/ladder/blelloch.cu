@@ -29,10 +29,9 @@
 //     the other 31 warps just wait at one barrier. 12 block barriers instead of 22.
 //
 // Longer vectors: the lecture's large-vector scheme, recursively (block scan writing the
-// section totals, scan of the section totals, add back). For n above kSection^2 = 2^22
-// that is the lecture's 3-level scan.
-#include "labkit/check.hpp"
-#include "scan.hpp"
+// section totals, scan of the section totals, add back), shared by all the rungs: see
+// hierarchy.cuh. For n above kSection^2 = 2^22 that is the lecture's 3-level scan.
+#include "hierarchy.cuh"
 
 namespace {
 
@@ -50,8 +49,6 @@ static_assert(kSection / (2 * kWarpStride) == kWarpSize, "the warp phase must co
 __host__ __device__ constexpr unsigned conflict_free_offset(unsigned i) { return i >> kLogNumBanks; }
 __host__ __device__ constexpr unsigned padded_index(unsigned i) { return i + conflict_free_offset(i); }
 constexpr unsigned kPaddedSection = padded_index(kSection - 1) + 1;
-
-static_assert(sizeof(float) == sizeof(int), "one workspace layout serves both element types");
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads) blelloch_block_scan(const T* in, T* out, std::size_t n, bool exclusive,
@@ -104,61 +101,7 @@ __global__ void __launch_bounds__(kThreads) blelloch_block_scan(const T* in, T* 
     if (section_sums != nullptr && t == 0) section_sums[blockIdx.x] = XY[padded_index(kSection - 1)];
 }
 
-// Section s + 1 adds the sum of sections 0..s (section 0 needs nothing).
-template <typename T>
-__global__ void add_section_prefixes(T* out, std::size_t n, const T* scanned_section_sums) {
-    const std::size_t section = static_cast<std::size_t>(blockIdx.x) + 1;
-    const T prefix = scanned_section_sums[section - 1];
-    for (unsigned k = threadIdx.x; k < kSection; k += kThreads) {
-        const std::size_t i = section * kSection + k;
-        if (i < n) out[i] += prefix;
-    }
-}
-
-std::size_t sections_for(std::size_t n) { return (n + kSection - 1) / kSection; }
-
-// Each level's section sums start on a 256-byte boundary.
-std::size_t padded(std::size_t count) { return (count + 63) / 64 * 64; }
-
-// One level of the hierarchy. in may equal out (the section sums are scanned in place):
-// a block reads its whole section into shared memory before it writes any of it, and
-// blocks touch disjoint sections.
-template <typename T>
-void scan_level(const T* in, T* out, std::size_t n, bool exclusive, T* workspace) {
-    const std::size_t sections = sections_for(n);
-    T* section_sums = sections > 1 ? workspace : nullptr;
-    blelloch_block_scan<T><<<static_cast<unsigned>(sections), kThreads>>>(in, out, n, exclusive, section_sums);
-    LABKIT_CHECK_LAUNCH();
-    if (sections == 1) return;
-    // Inclusive above the first level: section s needs the sum of sections 0..s-1.
-    scan_level<T>(section_sums, section_sums, sections, false, workspace + padded(sections));
-    add_section_prefixes<T><<<static_cast<unsigned>(sections - 1), kThreads>>>(out, n, section_sums);
-    LABKIT_CHECK_LAUNCH();
-}
-
-template <typename T>
-void scan(const T* in, T* out, std::size_t n, bool exclusive, void* workspace) {
-    if (n == 0) return;
-    scan_level<T>(in, out, n, exclusive, static_cast<T*>(workspace));
-}
-
 }  // namespace
 
-std::size_t scan_workspace_bytes(std::size_t n) {
-    std::size_t elements = 0;
-    for (std::size_t count = sections_for(n); count > 1; count = sections_for(count)) elements += padded(count);
-    return elements * sizeof(float);
-}
-
-void scan_inclusive(const float* in, float* out, std::size_t n, void* workspace) {
-    scan(in, out, n, false, workspace);
-}
-void scan_exclusive(const float* in, float* out, std::size_t n, void* workspace) {
-    scan(in, out, n, true, workspace);
-}
-void scan_inclusive_int(const int* in, int* out, std::size_t n, void* workspace) {
-    scan(in, out, n, false, workspace);
-}
-void scan_exclusive_int(const int* in, int* out, std::size_t n, void* workspace) {
-    scan(in, out, n, true, workspace);
-}
+// The multi-level scan of hierarchy.cuh around this rung's block scan.
+SCAN_HIERARCHY_DEFINE_API(scan_hierarchy::KernelBlockScan<kSection, kThreads, blelloch_block_scan<float>, blelloch_block_scan<int>>);

@@ -15,11 +15,10 @@
 //
 // Kernels: (1) scan_tiles scans every tile and writes the tile totals; (2) the tile
 // totals are scanned by the same kernel, recursively when there are more than one
-// tile's worth (n above kTileItems^2 = 2^22); (3) add_tile_prefixes adds each tile's
-// prefix. The vector is read and written twice (scan, then add back); rung 4 does it
-// in one pass.
-#include "labkit/check.hpp"
-#include "scan.hpp"
+// tile's worth (n above kTileItems^2 = 2^22); (3) the add-back kernel adds each tile's
+// prefix. That driver is shared by all the rungs: see hierarchy.cuh. The vector is read
+// and written twice (scan, then add back); rung 4 does it in one pass.
+#include "hierarchy.cuh"
 
 namespace {
 
@@ -29,8 +28,6 @@ constexpr int kTileItems = kThreads * kItemsPerThread;  // 2048
 constexpr int kWarpSize = 32;
 constexpr int kWarps = kThreads / kWarpSize;
 constexpr unsigned kFullMask = 0xffffffffu;
-
-static_assert(sizeof(float) == sizeof(int), "one workspace layout serves both element types");
 
 // Shared-memory slot of tile element e: one padding word after every 32, so that both
 // the striped accesses (e = k * kThreads + t) and the blocked ones
@@ -112,59 +109,7 @@ __global__ __launch_bounds__(kThreads) void scan_tiles(const T* in, T* out, std:
     }
 }
 
-// Tile t + 1 adds the sum of tiles 0..t (tile 0 needs nothing).
-template <typename T>
-__global__ __launch_bounds__(kThreads) void add_tile_prefixes(T* out, std::size_t n, const T* scanned_tile_sums) {
-    const std::size_t tile = static_cast<std::size_t>(blockIdx.x) + 1;
-    const T prefix = scanned_tile_sums[tile - 1];
-#pragma unroll
-    for (int k = 0; k < kItemsPerThread; ++k) {
-        const std::size_t i = tile * kTileItems + static_cast<std::size_t>(k) * kThreads + threadIdx.x;
-        if (i < n) out[i] += prefix;
-    }
-}
-
-std::size_t tiles_for(std::size_t n) { return (n + kTileItems - 1) / kTileItems; }
-
-// Each level's tile sums start on a 256-byte boundary.
-std::size_t padded_count(std::size_t count) { return (count + 63) / 64 * 64; }
-
-template <typename T>
-void scan_level(const T* in, T* out, std::size_t n, bool exclusive, T* workspace) {
-    const std::size_t tiles = tiles_for(n);
-    T* tile_sums = tiles > 1 ? workspace : nullptr;
-    scan_tiles<T><<<static_cast<unsigned>(tiles), kThreads>>>(in, out, n, exclusive, tile_sums);
-    LABKIT_CHECK_LAUNCH();
-    if (tiles == 1) return;
-    // Inclusive above the first level: tile t needs the sum of tiles 0..t-1.
-    scan_level<T>(tile_sums, tile_sums, tiles, false, workspace + padded_count(tiles));
-    add_tile_prefixes<T><<<static_cast<unsigned>(tiles - 1), kThreads>>>(out, n, tile_sums);
-    LABKIT_CHECK_LAUNCH();
-}
-
-template <typename T>
-void scan(const T* in, T* out, std::size_t n, bool exclusive, void* workspace) {
-    if (n == 0) return;
-    scan_level<T>(in, out, n, exclusive, static_cast<T*>(workspace));
-}
-
 }  // namespace
 
-std::size_t scan_workspace_bytes(std::size_t n) {
-    std::size_t elements = 0;
-    for (std::size_t count = tiles_for(n); count > 1; count = tiles_for(count)) elements += padded_count(count);
-    return elements * sizeof(float);
-}
-
-void scan_inclusive(const float* in, float* out, std::size_t n, void* workspace) {
-    scan(in, out, n, false, workspace);
-}
-void scan_exclusive(const float* in, float* out, std::size_t n, void* workspace) {
-    scan(in, out, n, true, workspace);
-}
-void scan_inclusive_int(const int* in, int* out, std::size_t n, void* workspace) {
-    scan(in, out, n, false, workspace);
-}
-void scan_exclusive_int(const int* in, int* out, std::size_t n, void* workspace) {
-    scan(in, out, n, true, workspace);
-}
+// The multi-level scan of hierarchy.cuh around this rung's block scan.
+SCAN_HIERARCHY_DEFINE_API(scan_hierarchy::KernelBlockScan<kTileItems, kThreads, scan_tiles<float>, scan_tiles<int>>);
