@@ -40,9 +40,7 @@ def handout_path(config: Config, spec: LabSpec) -> Path:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("lab", help="the lab whose handout to render")
-    parser.add_argument("--check", action="store_true",
-                        help="do not write: exit 1 and print a diff when the handout is out of date")
+    labs.add_generated_file_arguments(parser, "handout")
 
 
 def main(args: argparse.Namespace, config: Config) -> int:

@@ -37,3 +37,10 @@ def ladder_stems(spec: labspec.LabSpec) -> dict[str, str]:
         stem = PurePosixPath(rung.source).stem
         stems[stem] = "solution" if rung.source in spec.files else f"ladder_{stem}"
     return stems
+
+
+def add_generated_file_arguments(parser, what: str) -> None:
+    """The arguments of a verb that writes a file generated from a lab (`starter`, `handout`)."""
+    parser.add_argument("lab", help=f"the lab whose {what} to generate")
+    parser.add_argument("--check", action="store_true",
+                        help=f"do not write: exit 1 and print a diff when the {what} is out of date")

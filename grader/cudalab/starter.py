@@ -73,9 +73,7 @@ def diff_against_starter(solution: Path, starter: Path) -> list[str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("lab", help="the lab whose starter to generate")
-    parser.add_argument("--check", action="store_true",
-                        help="do not write: exit 1 and print a diff when the starter is out of date")
+    labs.add_generated_file_arguments(parser, "starter")
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
