@@ -6,17 +6,6 @@
 
 namespace labkit {
 
-const CaseSpec* Problem::find(const std::string& case_name) const {
-    if (const auto* c = find_case(cases, case_name)) return c;
-    return find_case(bench_cases, case_name);
-}
-
-const OutputSpec& Problem::output(const std::string& output_name) const {
-    for (const auto& o : outputs)
-        if (o.name == output_name) return o;
-    throw std::logic_error("lab '" + name + "' has no output '" + output_name + "' in lab.toml");
-}
-
 CaseReport check_case(const Problem& problem, const CaseSpec& spec, const std::vector<Expected>& expected,
                       const std::vector<HostArray>& got) {
     CaseReport report{spec.name, "passed", "", {}};
