@@ -16,6 +16,7 @@ import argparse
 import concurrent.futures
 import itertools
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -73,7 +74,7 @@ def main() -> int:
         (folder / f"{args.lab}.cu").write_text(body)
         variants.append((", ".join(f"{n}={v}" for n, v in combo) or "as written", folder))
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 8) as pool:
         official = Path(args.build_dir).resolve()
         built = list(pool.map(lambda v: build(args.lab, v[1], official), variants))
 
