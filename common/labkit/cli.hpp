@@ -25,6 +25,7 @@ struct HarnessOptions {
     std::string dump_dir;                  // --dump DIR
     std::string json_path;                 // --json FILE
     bool quiet = false;                    // --quiet
+    bool self_check = true;                // cleared by --no-self-check (needs --dump)
     bool list_cases = false;               // --list-cases
     bool help = false;                     // --help
 };

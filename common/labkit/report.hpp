@@ -19,7 +19,7 @@ inline constexpr const char* kVerdictSchema = "cudalab.verdict/1";
 
 struct CaseReport {
     std::string name;
-    std::string status;  // passed | failed | missing | malformed
+    std::string status;  // passed | failed | missing | malformed | unchecked (harness, --no-self-check)
     std::string message;
     std::vector<CompareReport> outputs;
 };

@@ -33,6 +33,9 @@ TEST_CASE("test_cli_harness_defaults_and_options") {
     CHECK(b.bench);
     CHECK(b.samples == 10);
     CHECK(b.warmup == 0);
+    CHECK(d.self_check);
+    const auto n = labkit::parse_harness_options({"--bench", "--no-self-check", "--dump", "out"});
+    CHECK_FALSE(n.self_check);
 }
 
 TEST_CASE("test_cli_harness_rejects_bad_input_with_a_sentence") {
@@ -42,6 +45,8 @@ TEST_CASE("test_cli_harness_rejects_bad_input_with_a_sentence") {
     CHECK(usage_message({"--seed", "12abc"}).find("'12abc'") != std::string::npos);
     CHECK(usage_message({"--samples", "0"}).find("at least 1") != std::string::npos);
     CHECK(usage_message({"--bench", "--case", "n_1"}).find("--bench-case") != std::string::npos);
+    // Skipping the self-check without dumping the outputs would leave them unjudged.
+    CHECK(usage_message({"--no-self-check"}).find("--dump DIR") != std::string::npos);
 }
 
 TEST_CASE("test_cli_checker_requires_seed_dump_and_verdict") {

@@ -138,7 +138,7 @@ class GradingSession:
         (out / "dump").mkdir(parents=True)
         console.info(f"Running the submission on {len(self.spec.cases)} cases (seed {self.seed})")
         result = self._run([self.submission, "--seed", self.seed, "--dump", out / "dump",
-                            "--json", out / "run.json", "--quiet"])
+                            "--no-self-check", "--json", out / "run.json", "--quiet"])
         console.info("Checking its outputs with the trusted checker")
         verdicts = self.check(out / "dump")
         abnormal = result.status not in ("passed", "failed")
@@ -166,7 +166,8 @@ class GradingSession:
         (out / "dump").mkdir(parents=True)
         case = self.spec.scoring.timing_case
         result = self._run([binary, "--bench", "--bench-case", case, "--samples", samples,
-                            "--seed", self.seed, "--dump", out / "dump", "--json", out / "run.json"])
+                            "--seed", self.seed, "--dump", out / "dump", "--no-self-check",
+                            "--json", out / "run.json"])
         run_json = _read_json(out / "run.json")
         entry = None
         if run_json:

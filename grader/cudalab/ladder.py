@@ -44,7 +44,7 @@ def _run_rung(config: Config, spec: LabSpec, binary: Path, checker: Path, cases:
     """One rung over the bench cases: its own timings, and the checker's verdict per case."""
     dump, run_json, verdict = work / "dump", work / "run.json", work / "verdict.json"
     argv = [binary, "--bench", "--seed", str(seed), "--samples", str(args.samples),
-            "--warmup", str(args.warmup), "--dump", dump, "--json", run_json]
+            "--warmup", str(args.warmup), "--dump", dump, "--no-self-check", "--json", run_json]
     for case in cases:
         argv += ["--bench-case", case]
     result = run_process(argv, timeout_s=config.process_timeout_s * max(1, len(cases)),

@@ -55,6 +55,20 @@ def test_correct_submission_gets_full_marks(toy_config, toy_submission, fake_sub
     assert provenance["sm_clock_mhz"] == 1975.0  # median of the reference's before/after clocks
 
 
+def test_graded_runs_leave_the_checking_to_the_checker(toy_config, toy_submission, fake_submission,
+                                                       tmp_path):
+    # The program's own CPU check would only repeat the checker's work (for a large scan,
+    # seconds per run) and could never change the grade: graded runs skip it.
+    log = tmp_path / "argv.log"
+    fake_submission(argv_log=str(log))
+    result = grade_toy(toy_config, toy_submission, timing_disagreement_factor=3.0)
+    assert result["score"]["total"] == 100
+    runs = [json.loads(line) for line in log.read_text().splitlines()]
+    assert any("--bench" in argv for argv in runs) and any("--bench" not in argv for argv in runs)
+    for argv in runs:
+        assert "--no-self-check" in argv and "--dump" in argv
+
+
 def test_wrong_case_loses_its_share_and_all_performance(toy_config, toy_submission, fake_submission):
     fake_submission(wrong_cases=["c_7"])
     result = grade_toy(toy_config, toy_submission)
