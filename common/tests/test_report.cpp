@@ -44,12 +44,12 @@ struct Scratch {
     }
     ~Scratch() { fs::remove_all(dir); }
 
-    int check(std::uint64_t seed) {
+    int check(std::uint64_t seed, const labkit::Problem& lab = doubling_lab()) {
         const std::string s = std::to_string(seed), d = (dir / "dump").string(), v = (dir / "v.json").string();
         std::vector<std::string> args{"checker", "--seed", s, "--dump", d, "--verdict", v};
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
-        return labkit::checker_main(static_cast<int>(argv.size()), argv.data(), doubling_lab());
+        return labkit::checker_main(static_cast<int>(argv.size()), argv.data(), lab);
     }
     std::string verdict() const {
         std::ifstream in(dir / "v.json");
@@ -89,6 +89,23 @@ TEST_CASE("test_checker_reports_missing_and_malformed_dumps") {
     s.dump({20, 22, 24});  // wrong size
     CHECK(s.check(10) == labkit::kExitFailed);
     CHECK(s.verdict().find("wrong size") != std::string::npos);
+}
+
+TEST_CASE("test_checker_judges_an_undumped_case_without_its_reference") {
+    Scratch s;
+    static int references = 0;
+    auto lab = doubling_lab();
+    const auto reference = lab.reference;
+    lab.reference = [reference](const labkit::CaseSpec& c, const std::vector<labkit::HostArray>& in) {
+        ++references;
+        return reference(c, in);
+    };
+    CHECK(s.check(10, lab) == labkit::kExitFailed);
+    CHECK(references == 0);
+    CHECK(s.verdict().find("no output was dumped for case small") != std::string::npos);
+    s.dump({20, 22, 24, 26});
+    CHECK(s.check(10, lab) == labkit::kExitPassed);
+    CHECK(references == 1);
 }
 
 TEST_CASE("test_report_check_case_and_json") {
