@@ -1,5 +1,6 @@
 #include "labkit/checker.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -13,22 +14,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Whether the dump holds any output of this case (files <case>.<output>.bin).
-bool any_output_dumped(const CaseSpec& spec, const fs::path& dump_dir) {
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(dump_dir, ec)) {
-        const std::string file = entry.path().filename().string();
-        if (file.size() > spec.name.size() + 5 && file.compare(0, spec.name.size() + 1, spec.name + ".") == 0 &&
-            file.compare(file.size() - 4, 4, ".bin") == 0)
-            return true;
-    }
-    return false;
+// Whether the dump holds any of the lab's outputs for this case.
+bool any_output_dumped(const Problem& problem, const CaseSpec& spec, const std::string& dump_dir) {
+    return std::any_of(problem.outputs.begin(), problem.outputs.end(),
+                       [&](const OutputSpec& out) { return fs::exists(dump_path(dump_dir, spec, out.name)); });
 }
 
 CaseReport check_dumped_case(const Problem& problem, const CaseSpec& spec, const CheckerOptions& options) {
     // A case with nothing dumped (the program stopped before it) is judged without
     // computing its reference, which for the large cases is the checker's main cost.
-    if (!any_output_dumped(spec, options.dump_dir))
+    if (!any_output_dumped(problem, spec, options.dump_dir))
         return {spec.name, "missing",
                 "no output was dumped for case " + spec.name + " (the program stopped before this case, or never "
                 "wrote " + spec.name + ".<output>.bin)",
@@ -38,7 +33,7 @@ CaseReport check_dumped_case(const Problem& problem, const CaseSpec& spec, const
     std::vector<HostArray> got;
     for (const auto& e : expected) {
         const OutputSpec& out = problem.output(e.name);
-        const fs::path path = fs::path(options.dump_dir) / (spec.name + "." + out.name + ".bin");
+        const fs::path path = dump_path(options.dump_dir, spec, out.name);
         if (!fs::exists(path))
             return {spec.name, "missing",
                     "no output " + out.name + " was dumped for case " + spec.name +

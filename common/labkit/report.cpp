@@ -55,6 +55,10 @@ Json to_json(const CaseReport& report, const CaseSpec& spec) {
                 {"message", report.message}, {"outputs", outputs}};
 }
 
+std::filesystem::path dump_path(const std::string& dump_dir, const CaseSpec& spec, const std::string& output) {
+    return std::filesystem::path(dump_dir) / (spec.name + "." + output + ".bin");
+}
+
 void write_json_file(const std::string& path, const Json& json) {
     std::ofstream out(path, std::ios::trunc);
     if (!out) throw std::runtime_error("cannot open " + path + " for writing");

@@ -2,6 +2,7 @@
 // the checker write (schemas cudalab.run/1 and cudalab.verdict/1, docs/architecture.md).
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ CaseReport check_case(const Problem& problem, const CaseSpec& spec, const std::v
 Json params_json(const CaseSpec& spec);
 Json to_json(const CompareReport& report);
 Json to_json(const CaseReport& report, const CaseSpec& spec);
+
+// The file one output of one case is dumped to and checked from: DIR/<case>.<output>.bin.
+std::filesystem::path dump_path(const std::string& dump_dir, const CaseSpec& spec, const std::string& output);
 
 // Writes JSON to a file, pretty-printed; throws std::runtime_error on failure.
 void write_json_file(const std::string& path, const Json& json);
