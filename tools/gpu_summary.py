@@ -26,6 +26,17 @@ def load(path: Path) -> dict | None:
         return None
 
 
+def results(out: Path, kind: str):
+    """(name, JSON) of each <kind>_<name>.json in out; a line for each that is unreadable."""
+    for path in sorted(out.glob(f"{kind}_*.json")):
+        data = load(path)
+        name = path.stem[len(kind) + 1:]
+        if not data:
+            print(f"{kind} {name}: no result (see {path.stem}.log)")
+            continue
+        yield name, data
+
+
 def ladder_rows(ladder: dict) -> list[str]:
     rows = []
     for case in ladder.get("cases", []):
@@ -56,20 +67,10 @@ def main() -> int:
     print(f"pytest: {last_match(out / 'pytest.log', r'passed|failed|error')}")
     for path in sorted(out.glob("sanitizer_*.log")):
         print(f"{path.stem}: {last_match(path, r'ERROR SUMMARY|exit')}")
-    for ladder_path in sorted(out.glob("ladder_*.json")):
-        ladder = load(ladder_path)
-        lab = ladder_path.stem[len("ladder_"):]
-        if not ladder:
-            print(f"ladder {lab}: no result (see ladder_{lab}.log)")
-            continue
+    for lab, ladder in results(out, "ladder"):
         print(f"ladder {lab} (seed {ladder.get('seed')}, {ladder.get('samples')} samples):")
         print("\n".join(ladder_rows(ladder)))
-    for grade_path in sorted(out.glob("grade_*.json")):
-        g = load(grade_path)
-        name = grade_path.stem[len("grade_"):]
-        if not g:
-            print(f"grade {name}: no result (see {grade_path.stem}.log)")
-            continue
+    for name, g in results(out, "grade"):
         score = g.get("score", {})
         first_fail = next((c.get("message", "") for c in g.get("cases", []) if c.get("status") != "passed"), "")
         perf = g.get("performance") or {}
