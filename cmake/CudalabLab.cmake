@@ -4,9 +4,9 @@
 set(CUDALAB_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." CACHE INTERNAL "")
 cmake_path(NORMAL_PATH CUDALAB_ROOT)
 
-# Toolkit, Python (lab.toml is read at configure time), JSON and doctest. Headers that a
-# machine lacks may be staged under <root>/.deps/include (tools/stage-deps.sh).
-macro(cudalab_find_dependencies)
+# The toolchain every build needs (the official tree and a submission alike): the CUDA
+# toolkit and threads.
+macro(cudalab_find_toolchain)
   # CMake 3.25 predates nvcc's C++20 support and leaves its flag empty.
   if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
     set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
@@ -14,6 +14,13 @@ macro(cudalab_find_dependencies)
   endif()
   find_package(CUDAToolkit REQUIRED)
   find_package(Threads REQUIRED)
+endmacro()
+
+# What the official tree needs besides: Python (lab.toml is read at configure time, and
+# the SDKs are assembled at build time) and JSON. Headers that a machine lacks may be
+# staged under <root>/.deps/include (tools/stage-deps.sh).
+macro(cudalab_find_dependencies)
+  cudalab_find_toolchain()
   find_package(Python3 3.11 REQUIRED COMPONENTS Interpreter)
   if(NOT TARGET cudalab::json)
     find_path(CUDALAB_JSON_INCLUDE_DIR nlohmann/json.hpp HINTS "${CUDALAB_ROOT}/.deps/include")
@@ -59,16 +66,31 @@ endfunction()
 
 set(CUDALAB_BIN_DIR "${CMAKE_BINARY_DIR}/bin" CACHE INTERNAL "")
 
-# A lab binary: the lab's official harness + one implementation source.
+# A lab binary: the official objects (the lab's harness with main(), its problem, labkit)
+# followed by the object of one implementation source, compiled against INCLUDE_DIR (an
+# SDK's include folder: labkit's headers and the lab's API header, nothing else). The
+# official objects come first on the link line, so wherever the implementation repeats
+# an inline function or a template of theirs, their copy is the one kept; a strong
+# definition of anything they define fails to link (and the grader's symbol check says
+# so in words first). The starter, the solution, every ladder rung and every submission
+# are built by this one function.
 function(cudalab_add_lab_binary)
-  cmake_parse_arguments(ARG "" "LAB;NAME;SOURCE" "" ${ARGN})
+  cmake_parse_arguments(ARG "" "NAME;SOURCE;INCLUDE_DIR;OUTPUT_DIR" "OBJECTS;DEPENDS" ${ARGN})
   if(NOT EXISTS "${ARG_SOURCE}")
-    message(FATAL_ERROR "lab ${ARG_LAB}: implementation source ${ARG_SOURCE} does not exist")
+    message(FATAL_ERROR "implementation source ${ARG_SOURCE} does not exist")
   endif()
-  add_executable(${ARG_NAME} "${ARG_SOURCE}")
-  target_link_libraries(${ARG_NAME} PRIVATE cudalab::${ARG_LAB}_harness)
-  cudalab_target_defaults(${ARG_NAME})
-  set_target_properties(${ARG_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CUDALAB_BIN_DIR}")
+  add_library(${ARG_NAME}_impl OBJECT "${ARG_SOURCE}")
+  target_include_directories(${ARG_NAME}_impl PRIVATE "${ARG_INCLUDE_DIR}")
+  target_link_libraries(${ARG_NAME}_impl PRIVATE CUDA::cudart_static)  # for cuda_runtime.h
+  cudalab_target_defaults(${ARG_NAME}_impl)
+  if(ARG_DEPENDS)
+    add_dependencies(${ARG_NAME}_impl ${ARG_DEPENDS})
+  endif()
+  add_executable(${ARG_NAME} ${ARG_OBJECTS} $<TARGET_OBJECTS:${ARG_NAME}_impl>)
+  set_target_properties(${ARG_NAME} PROPERTIES LINKER_LANGUAGE CXX RUNTIME_OUTPUT_DIRECTORY "${ARG_OUTPUT_DIR}")
+  target_link_libraries(${ARG_NAME} PRIVATE CUDA::cudart_static Threads::Threads)
+  # Where the grader finds the implementation's object for the symbol check.
+  file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/objects/${ARG_NAME}_impl.txt" CONTENT "$<TARGET_OBJECTS:${ARG_NAME}_impl>\n")
 endfunction()
 
 # Runs `python3 tools/labtest.py ...` as a ctest test; exit 4 (no CUDA device) skips.
@@ -103,12 +125,28 @@ function(cudalab_add_gpu_test name)
   set_tests_properties(${name} PROPERTIES LABELS gpu SKIP_RETURN_CODE 4)
 endfunction()
 
-# Everything of one lab: the header generated from lab.toml, the CPU problem (inputs
-# and reference), the harness library, the trusted checker, the starter, the solution,
-# every ladder rung and the lab's tests.
+# The CUDA architectures as a list a build without a GPU can use: "native" (the gpu
+# preset) resolved to what CMake found on this machine.
+function(cudalab_concrete_architectures out)
+  set(archs "${CMAKE_CUDA_ARCHITECTURES}")
+  if(archs STREQUAL "native" OR archs STREQUAL "all" OR archs STREQUAL "all-major")
+    if(NOT CMAKE_CUDA_ARCHITECTURES_NATIVE OR NOT archs STREQUAL "native")
+      message(FATAL_ERROR "CMAKE_CUDA_ARCHITECTURES=${archs} cannot be handed to submission builds: "
+                          "give an explicit list (e.g. 90-real)")
+    endif()
+    set(archs "${CMAKE_CUDA_ARCHITECTURES_NATIVE}")
+  endif()
+  set(${out} "${archs}" PARENT_SCOPE)
+endfunction()
+
+# Everything of one lab: the header generated from lab.toml, the CPU problem (cases and
+# inputs) and reference, the harness object, the trusted checker, the lab's SDK (what a
+# submission is compiled and linked against, in build/<preset>/sdk/<lab>), the starter,
+# the solution, every ladder rung and the lab's tests.
 function(cudalab_add_lab lab)
   set(dir "${CUDALAB_ROOT}/labs/${lab}")
   set(gen_dir "${CMAKE_BINARY_DIR}/generated/${lab}")
+  set(sdk_dir "${CMAKE_BINARY_DIR}/sdk/${lab}")
   if(NOT EXISTS "${dir}/lab.toml")
     message(FATAL_ERROR "lab '${lab}' has no labs/${lab}/lab.toml")
   endif()
@@ -116,6 +154,13 @@ function(cudalab_add_lab lab)
     COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${CUDALAB_ROOT}/grader"
             "${Python3_EXECUTABLE}" -m cudalab.labspec emit-header "${dir}/lab.toml" "${gen_dir}/lab_spec.hpp"
     RESULT_VARIABLE status ERROR_VARIABLE errors)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "labs/${lab}/lab.toml: ${errors}")
+  endif()
+  execute_process(
+    COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${CUDALAB_ROOT}/grader"
+            "${Python3_EXECUTABLE}" -m cudalab.labspec api-header "${dir}/lab.toml"
+    RESULT_VARIABLE status OUTPUT_VARIABLE api_header ERROR_VARIABLE errors OUTPUT_STRIP_TRAILING_WHITESPACE)
   if(NOT status EQUAL 0)
     message(FATAL_ERROR "labs/${lab}/lab.toml: ${errors}")
   endif()
@@ -127,58 +172,93 @@ function(cudalab_add_lab lab)
   target_link_libraries(${lab}_problem PUBLIC labkit_core)
   cudalab_target_defaults(${lab}_problem STRICT)
 
-  add_library(${lab}_harness STATIC "${dir}/harness.cu")
-  target_link_libraries(${lab}_harness PUBLIC ${lab}_problem labkit_cuda)
+  add_library(${lab}_reference STATIC "${dir}/reference.cpp")
+  target_link_libraries(${lab}_reference PUBLIC ${lab}_problem)
+  cudalab_target_defaults(${lab}_reference STRICT)
+
+  add_library(${lab}_harness OBJECT "${dir}/harness.cu")
+  target_link_libraries(${lab}_harness PRIVATE ${lab}_problem labkit_cuda)
   if(EXISTS "${dir}/harness_libs.cmake")
     include("${dir}/harness_libs.cmake")  # a lab's library baseline (CUB, cuBLAS, NPP)
   endif()
   cudalab_target_defaults(${lab}_harness STRICT)
-  add_library(cudalab::${lab}_harness ALIAS ${lab}_harness)
-  set_property(GLOBAL APPEND PROPERTY CUDALAB_EXPORTED_TARGETS ${lab}_problem ${lab}_harness)
 
   add_executable(${lab}_checker "${dir}/checker.cpp")
-  target_link_libraries(${lab}_checker PRIVATE ${lab}_problem)
+  target_link_libraries(${lab}_checker PRIVATE ${lab}_reference labkit_checker)
   cudalab_target_defaults(${lab}_checker STRICT)
   set_target_properties(${lab}_checker PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CUDALAB_BIN_DIR}")
 
-  cudalab_add_lab_binary(LAB ${lab} NAME ${lab}_solution SOURCE "${CUDALAB_ROOT}/solutions/${lab}/${lab}.cu")
-  cudalab_add_lab_binary(LAB ${lab} NAME ${lab}_starter SOURCE "${CUDALAB_ROOT}/starter/${lab}/${lab}.cu")
+  # The official objects in link order: the harness (with main) first.
+  set(objects $<TARGET_OBJECTS:${lab}_harness> $<TARGET_OBJECTS:${lab}_problem>
+              $<TARGET_OBJECTS:labkit_cuda> $<TARGET_OBJECTS:labkit_core>)
+  file(GLOB labkit_headers "${CUDALAB_ROOT}/common/labkit/*.hpp")
+  cudalab_concrete_architectures(archs)
+  add_custom_command(
+    OUTPUT "${sdk_dir}/sdk.cmake"
+    COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${CUDALAB_ROOT}/grader"
+            "${Python3_EXECUTABLE}" -m cudalab.sdk assemble --lab ${lab} --out "${sdk_dir}"
+            --architectures "${archs}" --build-type "${CMAKE_BUILD_TYPE}"
+            --api-header "${dir}/${api_header}" --headers ${labkit_headers} --objects ${objects}
+    DEPENDS ${objects} ${labkit_headers} "${dir}/${api_header}" "${CUDALAB_ROOT}/grader/cudalab/sdk.py"
+            "${CUDALAB_ROOT}/grader/cudalab/symbols.py"
+    COMMAND_EXPAND_LISTS VERBATIM
+    COMMENT "Assembling the ${lab} SDK (headers, official objects, symbol index)")
+  add_custom_target(${lab}_sdk ALL DEPENDS "${sdk_dir}/sdk.cmake")
+  set_property(GLOBAL APPEND PROPERTY CUDALAB_OFFICIAL_FILES "${sdk_dir}/sdk.cmake")
+
+  set(binary_args INCLUDE_DIR "${sdk_dir}/include" OUTPUT_DIR "${CUDALAB_BIN_DIR}" OBJECTS ${objects} DEPENDS ${lab}_sdk)
+  cudalab_add_lab_binary(NAME ${lab}_solution SOURCE "${CUDALAB_ROOT}/solutions/${lab}/${lab}.cu" ${binary_args})
+  cudalab_add_lab_binary(NAME ${lab}_starter SOURCE "${CUDALAB_ROOT}/starter/${lab}/${lab}.cu" ${binary_args})
+  set(official ${lab}_checker ${lab}_solution ${lab}_starter)
   file(GLOB rungs CONFIGURE_DEPENDS "${CUDALAB_ROOT}/solutions/${lab}/ladder/*.cu")
   set(rung_names "")
   foreach(rung IN LISTS rungs)
     cmake_path(GET rung STEM stem)
-    cudalab_add_lab_binary(LAB ${lab} NAME ${lab}_ladder_${stem} SOURCE "${rung}")
+    cudalab_add_lab_binary(NAME ${lab}_ladder_${stem} SOURCE "${rung}" ${binary_args})
     list(APPEND rung_names ${lab}_ladder_${stem})
+  endforeach()
+  list(APPEND official ${rung_names})
+  foreach(target IN LISTS official)
+    set_property(GLOBAL APPEND PROPERTY CUDALAB_OFFICIAL_FILES "$<TARGET_FILE:${target}>")
+    set_property(GLOBAL APPEND PROPERTY CUDALAB_OFFICIAL_TARGETS ${target})
   endforeach()
 
   if(CUDALAB_BUILD_TESTS)
     file(GLOB cpu_tests CONFIGURE_DEPENDS "${dir}/tests/*.cpp")
     if(cpu_tests)
       cudalab_add_cpu_test(test_${lab} ${cpu_tests})
-      target_link_libraries(test_${lab} PRIVATE ${lab}_problem)
+      target_link_libraries(test_${lab} PRIVATE ${lab}_reference)
     endif()
     set(bin "${CUDALAB_BIN_DIR}")
-    cudalab_add_labtest(${lab}_solution_passes GPU ARGS expect 0 -- "${bin}/${lab}_solution")
-    cudalab_add_labtest(${lab}_starter_fails_with_feedback GPU
-      ARGS expect 1 --stdout-contains "is wrong" -- "${bin}/${lab}_starter")
-    foreach(rung IN LISTS rung_names)
-      cudalab_add_labtest(${rung}_passes GPU ARGS expect 0 -- "${bin}/${rung}")
+    set(checker "${bin}/${lab}_checker")
+    foreach(implementation IN ITEMS ${lab}_solution ${rung_names})
+      cudalab_add_labtest(${implementation}_passes GPU
+        ARGS roundtrip --binary "${bin}/${implementation}" --checker "${checker}")
     endforeach()
-    cudalab_add_labtest(${lab}_checker_agrees GPU
-      ARGS roundtrip --binary "${bin}/${lab}_solution" --checker "${bin}/${lab}_checker")
     cudalab_add_labtest(${lab}_checker_catches_starter GPU
-      ARGS roundtrip --expect-fail --binary "${bin}/${lab}_starter" --checker "${bin}/${lab}_checker")
-    cudalab_add_labtest(${lab}_checker_needs_its_inputs
-      ARGS checker-usage --checker "${bin}/${lab}_checker")
+      ARGS roundtrip --expect-fail --binary "${bin}/${lab}_starter" --checker "${checker}")
+    cudalab_add_labtest(${lab}_bench_sample_passes_the_checker GPU
+      ARGS bench-roundtrip --binary "${bin}/${lab}_solution" --checker "${checker}")
+    cudalab_add_labtest(${lab}_checker_needs_its_inputs ARGS checker-usage --checker "${checker}")
   endif()
 endfunction()
 
-# Lets cmake/submission import the harness libraries of this build tree.
-function(cudalab_write_exports)
-  get_property(targets GLOBAL PROPERTY CUDALAB_EXPORTED_TARGETS)
-  export(TARGETS ${targets} NAMESPACE cudalab:: FILE "${CMAKE_BINARY_DIR}/cudalab-exports.cmake")
+# The record of what the official build made: a SHA-256 of every official binary and
+# SDK, written at build time, which the grader checks before every use.
+function(cudalab_write_manifest)
+  get_property(files GLOBAL PROPERTY CUDALAB_OFFICIAL_FILES)
+  get_property(targets GLOBAL PROPERTY CUDALAB_OFFICIAL_TARGETS)
+  set(manifest "${CMAKE_BINARY_DIR}/official-manifest.json")
+  add_custom_command(
+    OUTPUT "${manifest}"
+    COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${CUDALAB_ROOT}/grader"
+            "${Python3_EXECUTABLE}" -m cudalab.sdk manifest --out "${manifest}" --root "${CMAKE_BINARY_DIR}" --files ${files}
+    DEPENDS ${targets} ${files} "${CUDALAB_ROOT}/grader/cudalab/sdk.py"
+    COMMAND_EXPAND_LISTS VERBATIM
+    COMMENT "Recording the hashes of the official binaries")
+  add_custom_target(cudalab_manifest ALL DEPENDS "${manifest}")
   file(CONFIGURE OUTPUT "${CMAKE_BINARY_DIR}/cudalab-build.cmake" CONTENT [[
-# Written by the official build: what a submission build must match.
+# Written by the official build.
 set(CUDALAB_OFFICIAL_ARCHITECTURES "@CMAKE_CUDA_ARCHITECTURES@")
 set(CUDALAB_OFFICIAL_BUILD_TYPE "@CMAKE_BUILD_TYPE@")
 set(CUDALAB_OFFICIAL_LABS "@CUDALAB_LABS@")

@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """Test driver for lab binaries and checkers, run by ctest.
 
-  labtest.py expect CODE [--stdout-contains TEXT] -- PROGRAM [ARGS...]
-      passes when PROGRAM exits with CODE (and printed TEXT); exit 4 (no CUDA device)
-      is passed through so that ctest reports the test as skipped.
   labtest.py roundtrip [--expect-fail] --binary LAB_BINARY --checker CHECKER
       runs the binary with --dump at a seed, then the trusted checker at the same seed;
-      the checker must agree (or, with --expect-fail, must reject the dumps); and the
-      checker at another seed must reject correct dumps, which proves it compares.
+      the checker must pass every case (or, with --expect-fail, must reject the dumps);
+      and the checker at another seed must reject right dumps, which proves it compares.
+  labtest.py bench-roundtrip --binary LAB_BINARY --checker CHECKER
+      times the first bench case with a few samples and --dump; the checker, given the
+      seed of the sample the program kept, must pass it, and must reject it under the
+      run's own seed (every sample has inputs of its own).
   labtest.py checker-usage --checker CHECKER
       the checker refuses to run without --seed/--dump/--verdict (exit 2).
+Exit 4 (no CUDA device) from the binary is passed through, so ctest reports a skip.
 """
 from __future__ import annotations
 
@@ -31,20 +33,6 @@ def run(cmd: list[str]) -> subprocess.CompletedProcess:
     return proc
 
 
-def expect(args: argparse.Namespace) -> int:
-    proc = run(args.command)
-    if proc.returncode == NO_DEVICE:
-        print("SKIPPED: no CUDA device")
-        return NO_DEVICE
-    if proc.returncode != args.code:
-        print(f"FAILED: exit status {proc.returncode}, expected {args.code}")
-        return 1
-    if args.stdout_contains and args.stdout_contains not in proc.stdout:
-        print(f"FAILED: the output does not say {args.stdout_contains!r}")
-        return 1
-    return 0
-
-
 def roundtrip(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         dump, verdict = Path(tmp) / "dump", Path(tmp) / "verdict.json"
@@ -63,11 +51,38 @@ def roundtrip(args: argparse.Namespace) -> int:
                 return 1
             return 0
         if checked.returncode != 0 or not result["all_passed"] or produced.returncode != 0:
-            print("FAILED: the checker and the binary disagree on outputs the binary says are right")
+            print("FAILED: the checker rejected the outputs of an implementation that should pass")
             return 1
         other = run([args.checker, "--seed", "54321", "--dump", str(dump), "--verdict", str(verdict)])
         if other.returncode != 1:
             print("FAILED: the checker accepted outputs made from another seed's inputs")
+            return 1
+    return 0
+
+
+def bench_roundtrip(args: argparse.Namespace) -> int:
+    cases = run([args.binary, "--list-cases"])
+    bench = [line.split()[1] for line in cases.stdout.splitlines() if line.startswith("bench-case")]
+    if not bench:
+        print("FAILED: the binary lists no bench case")
+        return 1
+    with tempfile.TemporaryDirectory() as tmp:
+        dump, run_json, verdict = Path(tmp) / "dump", Path(tmp) / "run.json", Path(tmp) / "verdict.json"
+        produced = run([args.binary, "--bench", "--bench-case", bench[0], "--samples", "3", "--warmup", "1",
+                        "--seed", "777", "--no-baselines", "--dump", str(dump), "--json", str(run_json)])
+        if produced.returncode == NO_DEVICE:
+            print("SKIPPED: no CUDA device")
+            return NO_DEVICE
+        if produced.returncode != 0:
+            print("FAILED: the timed run did not finish")
+            return 1
+        sample_seed = json.loads(run_json.read_text())["bench"][0]["checked_sample_seed"]
+        check = [args.checker, "--dump", str(dump), "--verdict", str(verdict), "--bench-case", bench[0], "--seed"]
+        if run(check + [str(sample_seed)]).returncode != 0:
+            print("FAILED: the checker rejected the kept sample of the solution")
+            return 1
+        if run(check + ["777"]).returncode != 1:
+            print("FAILED: the kept sample also passed under the run's seed: samples do not get inputs of their own")
             return 1
     return 0
 
@@ -83,25 +98,17 @@ def checker_usage(args: argparse.Namespace) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="verb", required=True)
-    e = sub.add_parser("expect")
-    e.add_argument("code", type=int)
-    e.add_argument("--stdout-contains")
-    e.add_argument("command", nargs="*")
     r = sub.add_parser("roundtrip")
     r.add_argument("--binary", required=True)
     r.add_argument("--checker", required=True)
     r.add_argument("--expect-fail", action="store_true")
+    b = sub.add_parser("bench-roundtrip")
+    b.add_argument("--binary", required=True)
+    b.add_argument("--checker", required=True)
     c = sub.add_parser("checker-usage")
     c.add_argument("--checker", required=True)
-    argv = sys.argv[1:]
-    command = argv[argv.index("--") + 1:] if "--" in argv else []
-    args = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
-    if args.verb == "expect":
-        args.command = command
-        if not args.command:
-            parser.error("expect needs a program after --")
-        return expect(args)
-    return roundtrip(args) if args.verb == "roundtrip" else checker_usage(args)
+    args = parser.parse_args()
+    return {"roundtrip": roundtrip, "bench-roundtrip": bench_roundtrip, "checker-usage": checker_usage}[args.verb](args)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 #include "labkit/binary_io.hpp"
 #include "labkit/cli.hpp"
 #include "labkit/exit_codes.hpp"
+#include "labkit/output_hash.hpp"
 #include "labkit/report.hpp"
 
 namespace labkit {
@@ -20,7 +21,22 @@ bool any_output_dumped(const Problem& problem, const CaseSpec& spec, const std::
                        [&](const OutputSpec& out) { return fs::exists(dump_path(dump_dir, spec, out.name)); });
 }
 
-CaseReport check_dumped_case(const Problem& problem, const CaseSpec& spec, const CheckerOptions& options) {
+// A dumped output's hash against the one the program reported when its timed sample
+// ended; an empty string when they agree (or no hash was asked for), else why not.
+std::string hash_disagreement(const HostArray& array, const CheckerOptions& options) {
+    if (options.hash_key.empty()) return "";
+    const auto wanted = std::find_if(options.expected_hashes.begin(), options.expected_hashes.end(),
+                                     [&](const auto& e) { return e.first == array.name; });
+    if (wanted == options.expected_hashes.end())
+        return "no hash was reported for output " + array.name + " when the timed sample ended";
+    const Hash128 got = hash_bytes_on_host(array.bytes.data(), array.bytes.size(), hash_from_hex(options.hash_key));
+    if (to_hex(got) == wanted->second) return "";
+    return "the " + array.name + " dumped for this timed sample is not the " + array.name +
+           " the program reported when the sample ended (its hash differs): the outputs were changed afterwards";
+}
+
+CaseReport check_dumped_case(const Problem& problem, const Reference& reference, const CaseSpec& spec,
+                             const CheckerOptions& options) {
     // A case with nothing dumped (the program stopped before it) is judged without
     // computing its reference, which for the large cases is the checker's main cost.
     if (!any_output_dumped(problem, spec, options.dump_dir))
@@ -28,8 +44,8 @@ CaseReport check_dumped_case(const Problem& problem, const CaseSpec& spec, const
                 "no output was dumped for case " + spec.name + " (the program stopped before this case, or never "
                 "wrote " + spec.name + ".<output>.bin)",
                 {}};
-    const auto inputs = problem.make_inputs(spec, options.seed);
-    const auto expected = problem.reference(spec, inputs);
+    const auto inputs = make_host_inputs(problem, spec, options.seed);
+    const auto expected = reference(spec, inputs);
     std::vector<HostArray> got;
     for (const auto& e : expected) {
         const OutputSpec& out = problem.output(e.name);
@@ -47,6 +63,8 @@ CaseReport check_dumped_case(const Problem& problem, const CaseSpec& spec, const
                             " but output " + out.name + " is " + std::string(dtype_name(out.dtype)),
                         {}};
             array.name = out.name;
+            if (const std::string why = hash_disagreement(array, options); !why.empty())
+                return {spec.name, "inconsistent", why, {}};
             got.push_back(std::move(array));
         } catch (const FormatError& e) {
             return {spec.name, "malformed", e.what(), {}};
@@ -57,7 +75,7 @@ CaseReport check_dumped_case(const Problem& problem, const CaseSpec& spec, const
 
 }  // namespace
 
-int checker_main(int argc, char** argv, const Problem& problem) {
+int checker_main(int argc, char** argv, const Problem& problem, const Reference& reference) {
     const std::string program = argc > 0 ? fs::path(argv[0]).filename().string() : problem.name + "_checker";
     CheckerOptions options;
     try {
@@ -85,7 +103,16 @@ int checker_main(int argc, char** argv, const Problem& problem) {
             if (!c) throw UsageError("there is no bench case '" + name + "' in lab " + problem.name);
             selected.push_back(c);
         }
-    } catch (const UsageError& e) {
+        if (!options.hash_key.empty()) {
+            if (selected.size() != 1)
+                throw UsageError("--expect-hash checks the outputs of one timed sample: name exactly one case");
+            (void)hash_from_hex(options.hash_key);
+            for (const auto& [output, hash] : options.expected_hashes) {
+                (void)problem.output(output);
+                (void)hash_from_hex(hash);
+            }
+        }
+    } catch (const std::exception& e) {  // an unknown case or output, a malformed hash
         std::cerr << program << ": " << e.what() << "\n";
         return kExitUsage;
     }
@@ -94,7 +121,7 @@ int checker_main(int argc, char** argv, const Problem& problem) {
         Json cases = Json::array();
         bool all_passed = true;
         for (const CaseSpec* spec : selected) {
-            const CaseReport report = check_dumped_case(problem, *spec, options);
+            const CaseReport report = check_dumped_case(problem, reference, *spec, options);
             all_passed = all_passed && report.status == "passed";
             std::cout << (report.status == "passed" ? "PASS " : "FAIL ") << spec->name << ": " << report.message
                       << "\n";

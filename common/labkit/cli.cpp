@@ -71,8 +71,9 @@ HarnessOptions parse_harness_options(const std::vector<std::string>& args) {
     Parser p;
     p.flag("--bench", &o.bench);
     p.flag("--quiet", &o.quiet);
-    bool no_self_check = false;
-    p.flag("--no-self-check", &no_self_check);
+    bool no_baselines = false;
+    p.flag("--no-baselines", &no_baselines);
+    p.flag("--paced", &o.paced);
     p.flag("--list-cases", &o.list_cases);
     p.flag("--help", &o.help);
     p.flag("-h", &o.help);
@@ -83,14 +84,22 @@ HarnessOptions parse_harness_options(const std::vector<std::string>& args) {
     p.option("--seed", [&](const std::string& v) { o.seed = parse_u64(v, "--seed"); });
     p.option("--dump", [&](const std::string& v) { o.dump_dir = v; });
     p.option("--json", [&](const std::string& v) { o.json_path = v; });
+    p.option("--control-in", [&](const std::string& v) { o.control_in = parse_positive_int(v, "--control-in", 0); });
+    p.option("--control-out", [&](const std::string& v) { o.control_out = parse_positive_int(v, "--control-out", 0); });
     p.parse(args);
     if (!o.bench_cases.empty()) o.bench = true;
     if (o.bench && !o.cases.empty())
         throw UsageError("--case selects correctness cases and --bench runs bench cases: use --bench-case with --bench");
-    o.self_check = !no_self_check;
-    if (!o.self_check && o.dump_dir.empty())
-        throw UsageError("--no-self-check leaves the checking to whoever reads the outputs: give --dump DIR too "
-                         "(the grader checks that folder with the lab's checker)");
+    o.baselines = !no_baselines;
+    if (o.paced) {
+        o.bench = true;
+        if (o.bench_cases.size() != 1 || o.dump_dir.empty() || o.control_in < 0 || o.control_out < 0)
+            throw UsageError("--paced is how the grader times a program: it needs exactly one --bench-case, --dump DIR, "
+                             "--control-in FD and --control-out FD (run --bench without --paced to time it yourself)");
+        o.baselines = false;
+    } else if (o.control_in >= 0 || o.control_out >= 0) {
+        throw UsageError("--control-in and --control-out belong to --paced");
+    }
     return o;
 }
 
@@ -105,8 +114,18 @@ CheckerOptions parse_checker_options(const std::vector<std::string>& args) {
     p.option("--verdict", [&](const std::string& v) { o.verdict_path = v; });
     p.option("--case", [&](const std::string& v) { o.cases.push_back(v); });
     p.option("--bench-case", [&](const std::string& v) { o.bench_cases.push_back(v); });
+    p.option("--hash-key", [&](const std::string& v) { o.hash_key = v; });
+    p.option("--expect-hash", [&](const std::string& v) {
+        const auto eq = v.find('=');
+        if (eq == std::string::npos || eq == 0)
+            throw UsageError("--expect-hash needs OUTPUT=HASH, got '" + v + "'");
+        o.expected_hashes.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    });
     p.parse(args);
     if (o.help) return o;
+    if (o.expected_hashes.empty() != o.hash_key.empty())
+        throw UsageError("--expect-hash and --hash-key go together: the key the hashes were made with, and one "
+                         "OUTPUT=HASH per output");
     if (!have_seed) throw UsageError("the checker needs --seed: the seed the outputs were made with");
     if (o.dump_dir.empty()) throw UsageError("the checker needs --dump DIR: the folder the outputs were dumped to");
     if (o.verdict_path.empty()) throw UsageError("the checker needs --verdict FILE: where to write its verdict");
@@ -116,10 +135,11 @@ CheckerOptions parse_checker_options(const std::vector<std::string>& args) {
 std::string harness_usage(const std::string& program) {
     return "usage: " + program + " [--case NAME]... [--seed S] [--dump DIR] [--json FILE] [--quiet]\n"
            "       " + program + " --bench [--bench-case NAME]... [--samples K] [--warmup W] [--seed S]\n"
-           "               [--dump DIR] [--json FILE]\n"
+           "               [--dump DIR] [--json FILE] [--no-baselines]\n"
            "       " + program + " --list-cases\n\n"
-           "Runs the lab's test cases on your implementation and checks the results (default),\n"
-           "or times it against the device-to-device copy bandwidth (--bench).\n"
+           "Runs the lab's test cases on your implementation (default), or times it against the\n"
+           "device-to-device copy bandwidth and the library (--bench). It does not judge the\n"
+           "outputs: `cudalab run` does, with the lab's checker, from what --dump wrote.\n"
            "  --case NAME        run only this case (repeatable); --list-cases shows them\n"
            "  --seed S           input seed (default 1); the grader picks its own\n"
            "  --dump DIR         write every output to DIR/<case>.<output>.bin\n"
@@ -127,15 +147,16 @@ std::string harness_usage(const std::string& program) {
            "  --samples K        timed samples per bench case (default 30)\n"
            "  --warmup W         untimed runs before sampling (default 5)\n"
            "  --quiet            print only the summary\n"
-           "  --no-self-check    do not compare with the CPU reference here (needs --dump; the\n"
-           "                     grader checks the dumped outputs with the lab's checker)\n";
+           "  --no-baselines     time only your code, not the copy roof and the library\n";
 }
 
 std::string checker_usage(const std::string& program) {
-    return "usage: " + program + " --seed S --dump DIR --verdict FILE [--case NAME]... [--bench-case NAME]...\n\n"
+    return "usage: " + program + " --seed S --dump DIR --verdict FILE [--case NAME]... [--bench-case NAME]...\n"
+           "       [--hash-key KEY --expect-hash OUTPUT=HASH...]\n\n"
            "Regenerates the inputs from the seed, computes the reference on the CPU and compares\n"
            "every dumped output within the lab's tolerance. Without --case it checks every\n"
-           "correctness case; bench cases only when named.\n";
+           "correctness case; bench cases only when named. With --expect-hash, each dumped\n"
+           "output must also have the hash the program reported for it.\n";
 }
 
 }  // namespace labkit

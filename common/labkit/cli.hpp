@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace labkit {
@@ -25,7 +26,12 @@ struct HarnessOptions {
     std::string dump_dir;                  // --dump DIR
     std::string json_path;                 // --json FILE
     bool quiet = false;                    // --quiet
-    bool self_check = true;                // cleared by --no-self-check (needs --dump)
+    bool baselines = true;                 // cleared by --no-baselines
+    // --paced: the grader drives the timed samples through two file descriptors
+    // (docs/architecture.md, "Paced timing"); needs one --bench-case and --dump.
+    bool paced = false;
+    int control_in = -1;                   // --control-in FD
+    int control_out = -1;                  // --control-out FD
     bool list_cases = false;               // --list-cases
     bool help = false;                     // --help
 };
@@ -36,6 +42,10 @@ struct CheckerOptions {
     std::string verdict_path;              // --verdict FILE (required)
     std::vector<std::string> cases;        // --case NAME (repeatable); empty: all
     std::vector<std::string> bench_cases;  // --bench-case NAME (repeatable)
+    // --hash-key HEX and --expect-hash OUTPUT=HEX (repeatable): the dumped outputs must
+    // have the hashes the program reported for them when the timed sample ended.
+    std::string hash_key;
+    std::vector<std::pair<std::string, std::string>> expected_hashes;
     bool help = false;
 };
 

@@ -1,10 +1,11 @@
 #include "labkit/generate.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <stdexcept>
 #include <thread>
 #include <vector>
+
+#include "labkit/inputs.hpp"
 
 namespace labkit {
 
@@ -31,10 +32,7 @@ void fill_uniform(std::span<float> out, std::uint64_t seed, std::uint64_t stream
         out.data(), seed, stream, lo, static_cast<double>(hi) - lo, hi};
     parallel_for_ranges(out.size(), [](std::size_t b, std::size_t e, void* p) {
         auto& c = *static_cast<Ctx*>(p);
-        for (std::size_t i = b; i < e; ++i) {
-            const float v = static_cast<float>(c.lo + c.width * random_unit(c.seed, c.stream, i));
-            c.data[i] = v < c.hi ? v : std::nextafter(c.hi, c.lo);  // rounding may reach hi
-        }
+        for (std::size_t i = b; i < e; ++i) c.data[i] = uniform_float_at(c.seed, c.stream, i, c.lo, c.width, c.hi);
     }, &ctx);
 }
 
@@ -45,10 +43,47 @@ void fill_uniform_int(std::span<std::int32_t> out, std::uint64_t seed, std::uint
         out.data(), seed, stream, lo, static_cast<std::uint64_t>(std::int64_t(hi) - lo + 1)};
     parallel_for_ranges(out.size(), [](std::size_t b, std::size_t e, void* p) {
         auto& c = *static_cast<Ctx*>(p);
-        for (std::size_t i = b; i < e; ++i)
-            c.data[i] = static_cast<std::int32_t>(c.lo + static_cast<std::int64_t>(
-                                                             random_bits(c.seed, c.stream, i) % c.span));
+        for (std::size_t i = b; i < e; ++i) c.data[i] = uniform_int_at(c.seed, c.stream, i, c.lo, c.span);
     }, &ctx);
+}
+
+void validate(const InputSpec& spec) {
+    const auto where = [&] { return "input '" + spec.name + "': "; };
+    switch (spec.fill.kind) {
+        case Fill::Kind::uniform_float:
+            if (spec.dtype != DType::f32) throw std::invalid_argument(where() + "a uniform_float fill needs dtype f32");
+            if (!(spec.fill.lo < spec.fill.hi)) throw std::invalid_argument(where() + "uniform_float needs lo < hi");
+            break;
+        case Fill::Kind::uniform_int:
+            if (spec.dtype != DType::i32) throw std::invalid_argument(where() + "a uniform_int fill needs dtype i32");
+            if (spec.fill.lo > spec.fill.hi) throw std::invalid_argument(where() + "uniform_int needs lo <= hi");
+            break;
+        default: throw std::invalid_argument(where() + "unknown fill kind");
+    }
+    for (const auto& [index, value] : spec.fill.fixed)
+        if (index >= spec.size())
+            throw std::invalid_argument(where() + "fixed element " + std::to_string(index) + " is outside its " +
+                                        std::to_string(spec.size()) + " elements");
+}
+
+HostArray generate_on_host(const InputSpec& spec, std::uint64_t seed) {
+    validate(spec);
+    HostArray array;
+    array.name = spec.name;
+    array.dtype = spec.dtype;
+    array.shape = spec.shape;
+    array.bytes.resize(static_cast<std::size_t>(spec.size()) * dtype_size(spec.dtype));
+    const Fill& f = spec.fill;
+    if (f.kind == Fill::Kind::uniform_float) {
+        auto values = array.as<float>();
+        fill_uniform(values, seed, f.stream, static_cast<float>(f.lo), static_cast<float>(f.hi));
+        for (const auto& [index, value] : f.fixed) values[index] = static_cast<float>(value);
+    } else {
+        auto values = array.as<std::int32_t>();
+        fill_uniform_int(values, seed, f.stream, static_cast<std::int32_t>(f.lo), static_cast<std::int32_t>(f.hi));
+        for (const auto& [index, value] : f.fixed) values[index] = static_cast<std::int32_t>(value);
+    }
+    return array;
 }
 
 }  // namespace labkit

@@ -1,17 +1,24 @@
 // Seeded input generators. Every element is a pure function of (seed, stream, index),
-// so the harness and the trusted checker regenerate identical inputs independently,
-// any element can be produced without its predecessors, and large arrays are filled on
-// all cores without changing a single value.
+// computed by the same inline code on the host and on the device, so the harness fills
+// its inputs on the GPU (a fresh set for every timed sample, outside the timed region)
+// while the trusted checker regenerates identical values on the CPU; any element can be
+// produced without its predecessors, and large arrays are filled on all cores.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
+#if defined(__CUDACC__)
+#define LABKIT_HOST_DEVICE __host__ __device__
+#else
+#define LABKIT_HOST_DEVICE
+#endif
+
 namespace labkit {
 
 // SplitMix64's finaliser: a fast, well-mixed 64-bit hash.
-constexpr std::uint64_t mix64(std::uint64_t x) {
+LABKIT_HOST_DEVICE constexpr std::uint64_t mix64(std::uint64_t x) {
     x += 0x9E3779B97F4A7C15ull;
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
     x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
@@ -19,13 +26,42 @@ constexpr std::uint64_t mix64(std::uint64_t x) {
 }
 
 // The 64 random bits of element `index` of stream `stream` under `seed`.
-constexpr std::uint64_t random_bits(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
+LABKIT_HOST_DEVICE constexpr std::uint64_t random_bits(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
     return mix64(mix64(seed ^ mix64(stream + 0x632BE59BD9B4E019ull)) + index);
 }
 
 // A uniform double in [0, 1) with 53 random bits.
-constexpr double random_unit(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
+LABKIT_HOST_DEVICE constexpr double random_unit(std::uint64_t seed, std::uint64_t stream, std::uint64_t index) {
     return static_cast<double>(random_bits(seed, stream, index) >> 11) * 0x1.0p-53;
+}
+
+// The seed of timed sample `sample` of a run seeded with `seed`, when the program picks
+// its own per-sample seeds (a student's or the ladder's --bench; graded runs get each
+// sample's seed from the grader instead).
+LABKIT_HOST_DEVICE constexpr std::uint64_t sample_seed(std::uint64_t seed, std::uint64_t sample) {
+    return mix64(seed ^ mix64(sample + 0xD1B54A32D192ED03ull));
+}
+
+// Element `index` of a uniform float stream in [lo, hi). The arithmetic is written out
+// with explicit rounding so that nvcc cannot contract it into a fused multiply-add: the
+// device must produce the host's value bit for bit.
+LABKIT_HOST_DEVICE inline float uniform_float_at(std::uint64_t seed, std::uint64_t stream, std::uint64_t index,
+                                                 double lo, double width, float hi) {
+    const double u = random_unit(seed, stream, index);
+#if defined(__CUDA_ARCH__)
+    const float v = __double2float_rn(__dadd_rn(lo, __dmul_rn(width, u)));
+    return v < hi ? v : nextafterf(hi, static_cast<float>(lo));  // rounding may reach hi
+#else
+    const double scaled = width * u;  // host code is compiled without contraction (-std=c++20)
+    const float v = static_cast<float>(lo + scaled);
+    return v < hi ? v : __builtin_nextafterf(hi, static_cast<float>(lo));
+#endif
+}
+
+// Element `index` of a uniform integer stream in [lo, lo + span - 1].
+LABKIT_HOST_DEVICE constexpr std::int32_t uniform_int_at(std::uint64_t seed, std::uint64_t stream,
+                                                         std::uint64_t index, std::int64_t lo, std::uint64_t span) {
+    return static_cast<std::int32_t>(lo + static_cast<std::int64_t>(random_bits(seed, stream, index) % span));
 }
 
 // Uniform floats in [lo, hi).

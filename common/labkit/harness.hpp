@@ -1,8 +1,10 @@
-// The lab binary's driver, written once for every lab. A lab supplies its Problem (CPU
-// side: cases, inputs, reference) and a DeviceRun (GPU side: allocate and upload the
-// inputs, call the student's API, expose the outputs); this runs the cases, checks
-// them in process for the student's convenience, dumps outputs for the trusted checker,
-// benchmarks against the copy roof and the library baseline, and writes JSON.
+// The lab binary's driver, written once for every lab. A lab supplies its Problem (the
+// cases and how their inputs follow from a seed) and a DeviceRun (allocate the outputs
+// and workspace, call the student's API, expose the outputs); this fills the inputs on
+// the GPU, runs the cases and dumps their outputs for the trusted checker, and times the
+// bench cases: on its own (--bench, with a fresh input set for every sample, against
+// the copy roof and the library baseline) or paced sample by sample by the grader
+// (--paced, docs/architecture.md). It holds no CPU reference and judges nothing.
 #pragma once
 
 #include <functional>
@@ -17,18 +19,25 @@ namespace labkit {
 class DeviceRun {
 public:
     virtual ~DeviceRun() = default;
-    // Calls the implementation under test once, on the default stream.
+    // Calls the implementation under test once, on the default stream, on whatever the
+    // input arrays hold now (the harness refills them between calls).
     virtual void run() = 0;
     // The outputs this case produces, named as in lab.toml.
     virtual std::vector<DeviceArray*> outputs() = 0;
+    // Device memory handed to the student's code whose contents the API leaves
+    // unspecified: the harness fills it with garbage before every call, so code that
+    // relies on zeros, or on what an earlier call left there, fails every time.
+    virtual std::vector<DeviceBuffer*> workspaces() { return {}; }
     // A library doing the same job (CUB, cuBLAS, NPP), timed beside the student's code
     // in --bench. nullptr when the lab has none.
     virtual const char* library_name() const { return nullptr; }
     virtual void run_library() {}
 };
 
+// The case's input arrays, allocated by the harness in the order of problem.inputs(spec)
+// and refilled before every call; a DeviceRun keeps the pointers.
 using MakeDeviceRun =
-    std::function<std::unique_ptr<DeviceRun>(const CaseSpec&, const std::vector<HostArray>& inputs)>;
+    std::function<std::unique_ptr<DeviceRun>(const CaseSpec&, const std::vector<DeviceArray*>& inputs)>;
 
 int harness_main(int argc, char** argv, const Problem& problem, const MakeDeviceRun& make_run);
 

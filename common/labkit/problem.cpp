@@ -15,4 +15,10 @@ const OutputSpec& Problem::output(const std::string& output_name) const {
     throw std::logic_error("lab '" + name + "' has no output '" + output_name + "' in lab.toml");
 }
 
+std::vector<HostArray> make_host_inputs(const Problem& problem, const CaseSpec& spec, std::uint64_t seed) {
+    std::vector<HostArray> arrays;
+    for (const InputSpec& input : problem.inputs(spec)) arrays.push_back(generate_on_host(input, seed));
+    return arrays;
+}
+
 }  // namespace labkit

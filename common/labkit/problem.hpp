@@ -1,6 +1,7 @@
 // What a lab tells labkit about itself: its cases and outputs (from the generated
-// lab_spec.hpp), how to make a case's inputs from a seed, and the CPU reference. The
-// harness and the trusted checker are both written once, against this description.
+// lab_spec.hpp) and how a case's inputs follow from a seed. The harness (the program a
+// student's code is linked into) is written against this alone; the CPU reference is a
+// separate function that only the trusted checker links, so no lab binary contains it.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 
 #include "labkit/compare.hpp"
 #include "labkit/host_array.hpp"
+#include "labkit/inputs.hpp"
 #include "labkit/lab_spec_types.hpp"
 
 namespace labkit {
@@ -21,20 +23,25 @@ struct Problem {
     std::vector<OutputSpec> outputs;
     std::function<double(const CaseSpec&)> bytes_moved;
     std::function<double(const CaseSpec&)> flops;
-    // Inputs are a pure function of (case, seed): the checker regenerates them.
-    std::function<std::vector<HostArray>(const CaseSpec&, std::uint64_t seed)> make_inputs;
-    // One Expected per output this case produces (a case may produce only some of the
-    // lab's outputs); matched to outputs and dumps by name.
-    std::function<std::vector<Expected>(const CaseSpec&, const std::vector<HostArray>& inputs)> reference;
+    // How each input array of a case is made: every element a pure function of the
+    // seed, so the checker regenerates exactly what the harness generated on the GPU.
+    std::function<std::vector<InputSpec>(const CaseSpec&)> inputs;
 
     const CaseSpec* find(const std::string& case_name) const;
     const OutputSpec& output(const std::string& output_name) const;  // throws if unknown
 };
 
+// The CPU reference: one Expected per output this case produces (a case may produce
+// only some of the lab's outputs), matched to outputs and dumps by name.
+using Reference = std::function<std::vector<Expected>(const CaseSpec&, const std::vector<HostArray>& inputs)>;
+
+// The case's inputs, generated on the CPU from the seed.
+std::vector<HostArray> make_host_inputs(const Problem& problem, const CaseSpec& spec, std::uint64_t seed);
+
 // A lab's Problem: what its generated lab_spec.hpp says (name, cases, outputs, models)
-// plus its input generator and reference. Used once in every labs/<lab>/problem.cpp.
-#define LABKIT_PROBLEM(make_inputs_fn, reference_fn)                                             \
+// plus its input description. Used once in every labs/<lab>/problem.cpp.
+#define LABKIT_PROBLEM(inputs_fn)                                                                       \
     (::labkit::Problem{lab_spec::kLabName, lab_spec::kCases, lab_spec::kBenchCases, lab_spec::kOutputs, \
-                       lab_spec::bytes_moved, lab_spec::flops, (make_inputs_fn), (reference_fn)})
+                       lab_spec::bytes_moved, lab_spec::flops, (inputs_fn)})
 
 }  // namespace labkit

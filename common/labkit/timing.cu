@@ -14,15 +14,39 @@ Timer::~Timer() {
     if (stop_) (void)cudaEventDestroy(stop_);
 }
 
-void Timer::flush_l2() {
+// Code under test may mark data "persisting" in L2 (an access policy window), which a
+// plain flush cannot evict; so the persisting set-aside goes back to zero and its lines
+// are released before every flush. GPUs without persisting L2 (before sm_80) refuse
+// these calls, which is fine: there is nothing to release.
+void Timer::make_l2_cold() {
+    std::size_t persisting = 0;
+    if (cudaDeviceGetLimit(&persisting, cudaLimitPersistingL2CacheSize) != cudaSuccess) {
+        (void)cudaGetLastError();
+    } else if (persisting != 0 && cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0) != cudaSuccess) {
+        (void)cudaGetLastError();
+    }
+    if (cudaCtxResetPersistingL2Cache() != cudaSuccess) (void)cudaGetLastError();
     if (l2_scratch_.bytes()) LABKIT_CHECK(cudaMemsetAsync(l2_scratch_.data(), 0, l2_scratch_.bytes()));
 }
 
-Timing Timer::measure(const std::function<void()>& prepare, const std::function<void()>& region,
+double Timer::time_sample(const std::function<void()>& prepare, const std::function<void()>& region) {
+    prepare();
+    make_l2_cold();
+    LABKIT_CHECK(cudaEventRecord(start_));
+    region();
+    LABKIT_CHECK(cudaEventRecord(stop_));
+    LABKIT_CHECK(cudaEventSynchronize(stop_));
+    LABKIT_CHECK_LAUNCH();
+    float ms = 0.0f;
+    LABKIT_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    return static_cast<double>(ms);
+}
+
+Timing Timer::measure(const std::function<void(int)>& prepare, const std::function<void()>& region,
                       const TimingOptions& options, const std::function<void(int)>& after_sample) {
     Timing t;
     for (int i = 0; i < options.warmup; ++i) {
-        prepare();
+        prepare(options.samples + i);
         region();
         LABKIT_CHECK_LAUNCH();
     }
@@ -30,20 +54,11 @@ Timing Timer::measure(const std::function<void()>& prepare, const std::function<
     t.sm_clock_mhz_before = measure_sm_clock_mhz();
     t.samples_ms.reserve(static_cast<std::size_t>(options.samples));
     for (int i = 0; i < options.samples; ++i) {
-        prepare();
-        flush_l2();
-        LABKIT_CHECK(cudaEventRecord(start_));
-        region();
-        LABKIT_CHECK(cudaEventRecord(stop_));
-        LABKIT_CHECK(cudaEventSynchronize(stop_));
-        LABKIT_CHECK_LAUNCH();
-        float ms = 0.0f;
-        LABKIT_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-        t.samples_ms.push_back(static_cast<double>(ms));
+        t.samples_ms.push_back(time_sample([&] { prepare(i); }, region));
         if (after_sample) after_sample(i);
     }
     t.sm_clock_mhz_after = measure_sm_clock_mhz();
-    t.l2_flushed = l2_scratch_.bytes() > 0;
+    t.l2_flushed = flushes_l2();
     t.summary = summarise(t.samples_ms);
     return t;
 }

@@ -1,8 +1,9 @@
 // The timing protocol every lab binary uses, for student, reference and baseline code
 // alike: CUDA events around the region only, warm-up runs first, then repeated samples;
 // before every sample (outside the events) the caller's `prepare` runs (the harness
-// poisons the outputs there) and the L2 cache is flushed; the SM clock is measured
-// before and after, and the samples are summarised by median and spread.
+// generates that sample's fresh inputs and poisons the outputs there), any persisting
+// L2 lines are released and the L2 cache is flushed; the SM clock is measured before and
+// after, and the samples are summarised by median and spread.
 #pragma once
 
 #include <functional>
@@ -33,13 +34,21 @@ public:
     Timer& operator=(const Timer&) = delete;
     ~Timer();
 
-    // after_sample(i), when given, runs after timed sample i has finished (outside the
-    // events), e.g. to keep that sample's outputs.
-    Timing measure(const std::function<void()>& prepare, const std::function<void()>& region,
+    // One sample: prepare(), then a cold L2, then the region between two events; returns
+    // the elapsed milliseconds once the region has finished on the device.
+    double time_sample(const std::function<void()>& prepare, const std::function<void()>& region);
+
+    // options.warmup untimed runs, then options.samples timed ones. prepare(i) runs before
+    // each: i = 0..samples-1 for the timed samples and samples..samples+warmup-1 for the
+    // warm-ups, so that every run can get inputs of its own. after_sample(i), when given,
+    // runs after timed sample i has finished (outside the events).
+    Timing measure(const std::function<void(int)>& prepare, const std::function<void()>& region,
                    const TimingOptions& options, const std::function<void(int)>& after_sample = {});
 
+    bool flushes_l2() const { return l2_scratch_.bytes() > 0; }
+
 private:
-    void flush_l2();
+    void make_l2_cold();
     DeviceBuffer l2_scratch_;  // written between samples so no sample starts with warm data
     cudaEvent_t start_ = nullptr;
     cudaEvent_t stop_ = nullptr;

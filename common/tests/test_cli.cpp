@@ -33,9 +33,15 @@ TEST_CASE("test_cli_harness_defaults_and_options") {
     CHECK(b.bench);
     CHECK(b.samples == 10);
     CHECK(b.warmup == 0);
-    CHECK(d.self_check);
-    const auto n = labkit::parse_harness_options({"--bench", "--no-self-check", "--dump", "out"});
-    CHECK_FALSE(n.self_check);
+    CHECK(d.baselines);
+    CHECK_FALSE(labkit::parse_harness_options({"--bench", "--no-baselines"}).baselines);
+    const auto p = labkit::parse_harness_options({"--paced", "--bench-case", "n_2p26", "--dump", "d", "--control-in",
+                                                  "3", "--control-out", "4"});
+    CHECK(p.paced);
+    CHECK(p.bench);
+    CHECK_FALSE(p.baselines);  // the grader times the student's code alone
+    CHECK(p.control_in == 3);
+    CHECK(p.control_out == 4);
 }
 
 TEST_CASE("test_cli_harness_rejects_bad_input_with_a_sentence") {
@@ -45,8 +51,9 @@ TEST_CASE("test_cli_harness_rejects_bad_input_with_a_sentence") {
     CHECK(usage_message({"--seed", "12abc"}).find("'12abc'") != std::string::npos);
     CHECK(usage_message({"--samples", "0"}).find("at least 1") != std::string::npos);
     CHECK(usage_message({"--bench", "--case", "n_1"}).find("--bench-case") != std::string::npos);
-    // Skipping the self-check without dumping the outputs would leave them unjudged.
-    CHECK(usage_message({"--no-self-check"}).find("--dump DIR") != std::string::npos);
+    // Paced timing is the grader's protocol: it needs everything the grader gives it.
+    CHECK(usage_message({"--paced", "--bench-case", "n"}).find("--control-in FD") != std::string::npos);
+    CHECK(usage_message({"--control-in", "3"}).find("belong to --paced") != std::string::npos);
 }
 
 TEST_CASE("test_cli_checker_requires_seed_dump_and_verdict") {
@@ -57,4 +64,8 @@ TEST_CASE("test_cli_checker_requires_seed_dump_and_verdict") {
                                                   "--bench-case", "big"});
     CHECK(o.seed == 5);
     CHECK(o.bench_cases == std::vector<std::string>{"big"});
+    CHECK(usage_message({"--seed", "1", "--dump", "d", "--verdict", "v", "--expect-hash", "nohash"}, true)
+              .find("OUTPUT=HASH") != std::string::npos);
+    CHECK(usage_message({"--seed", "1", "--dump", "d", "--verdict", "v", "--expect-hash", "c=00"}, true)
+              .find("--hash-key") != std::string::npos);
 }

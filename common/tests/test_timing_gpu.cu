@@ -31,13 +31,17 @@ TEST_CASE("test_timer_runs_prepare_before_every_sample_and_times_the_region") {
     labkit::Timer timer(info);
     int prepared = 0, ran = 0;
     std::vector<int> finished;
-    const auto t = timer.measure([&] { ++prepared; },
+    std::vector<int> prepared_for;
+    const auto t = timer.measure([&](int sample) { ++prepared; prepared_for.push_back(sample); },
                                  [&] {
                                      ++ran;
                                      spin<<<1, 1>>>(1'000'000ull);
                                  },
                                  labkit::TimingOptions{2, 7}, [&](int sample) { finished.push_back(sample); });
     CHECK(prepared == 9);
+    // Warm-ups first (numbered after the timed samples, so every run can have inputs of
+    // its own), then the timed samples in order.
+    CHECK(prepared_for == std::vector<int>{7, 8, 0, 1, 2, 3, 4, 5, 6});
     CHECK(ran == 9);
     CHECK(finished == std::vector<int>{0, 1, 2, 3, 4, 5, 6});  // only timed samples, in order
     REQUIRE(t.samples_ms.size() == 7);

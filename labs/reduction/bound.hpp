@@ -1,7 +1,7 @@
 // The tolerance of lab reduction: how far a correct float sum may lie from the exact
 // sum, derived from how floating-point addition rounds (lecture 9), and the float64
-// reference it is measured against. Pure C++17 and header-only: the trusted checker,
-// the harness and the tests all include it.
+// reference it is measured against. Pure C++17 and header-only: the trusted checker's
+// reference and the tests include it.
 //
 // ---- Why the answer is checked against a bound (handout text) ---------------------
 //

@@ -2,4 +2,4 @@
 #include "labkit/checker.hpp"
 #include "problem.hpp"
 
-int main(int argc, char** argv) { return labkit::checker_main(argc, argv, lab_reduction::problem()); }
+int main(int argc, char** argv) { return labkit::checker_main(argc, argv, lab_reduction::problem(), lab_reduction::reference); }

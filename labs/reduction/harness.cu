@@ -1,5 +1,6 @@
-// Lab reduction, GPU side: upload the input, hand the student a workspace full of
-// garbage, call reduce_sum, expose the one-float result. CUB's DeviceReduce::Sum is
+// Lab reduction, GPU side: on the harness's input, hand the student a workspace (the
+// harness fills it with garbage before every call), call reduce_sum, expose the
+// one-float result. CUB's DeviceReduce::Sum is
 // the library baseline timed beside it.
 #include <cub/device/device_reduce.cuh>
 
@@ -14,14 +15,11 @@ namespace {
 
 class ReductionRun final : public labkit::DeviceRun {
 public:
-    explicit ReductionRun(const std::vector<labkit::HostArray>& inputs)
-        : in_(inputs.at(0)),
+    explicit ReductionRun(const std::vector<labkit::DeviceArray*>& inputs)
+        : in_(*inputs.at(0)),
           sum_("sum", labkit::DType::f32, {1}),
           n_(in_.size()),
           workspace_(reduce_sum_workspace_bytes(n_)) {
-        // Garbage on purpose: code that relies on a zeroed workspace must fail here,
-        // not on the grader's machine.
-        if (workspace_.bytes()) LABKIT_CHECK(cudaMemset(workspace_.data(), 0xCD, workspace_.bytes()));
         LABKIT_CHECK(cub::DeviceReduce::Sum(nullptr, cub_bytes_, in_.get<float>(), sum_.get<float>(),
                                             static_cast<std::int64_t>(n_)));
         cub_temp_ = std::make_unique<labkit::DeviceBuffer>(cub_bytes_);
@@ -29,6 +27,7 @@ public:
 
     void run() override { reduce_sum(in_.get<float>(), sum_.get<float>(), n_, workspace_.data()); }
     std::vector<labkit::DeviceArray*> outputs() override { return {&sum_}; }
+    std::vector<labkit::DeviceBuffer*> workspaces() override { return {&workspace_}; }
 
     const char* library_name() const override { return "CUB DeviceReduce::Sum"; }
     void run_library() override {
@@ -37,7 +36,8 @@ public:
     }
 
 private:
-    labkit::DeviceArray in_, sum_;
+    const labkit::DeviceArray& in_;
+    labkit::DeviceArray sum_;
     std::size_t n_;
     labkit::DeviceBuffer workspace_;
     std::size_t cub_bytes_ = 0;
@@ -48,7 +48,7 @@ private:
 
 int main(int argc, char** argv) {
     return labkit::harness_main(argc, argv, lab_reduction::problem(),
-                                [](const labkit::CaseSpec&, const std::vector<labkit::HostArray>& inputs) {
+                                [](const labkit::CaseSpec&, const std::vector<labkit::DeviceArray*>& inputs) {
                                     return std::make_unique<ReductionRun>(inputs);
                                 });
 }

@@ -1,6 +1,6 @@
 // The references for lab scan and the float tolerance: how far a correct float scan may
-// land from the exact prefix sums. Header-only C++17, so the checker, the harness and the
-// tests share one definition.
+// land from the exact prefix sums. Header-only C++17, so the checker's reference and the tests
+// share one definition.
 //
 // ---- Handout: why the float answers may differ, and by how much ---------------------
 //

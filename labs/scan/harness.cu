@@ -1,6 +1,6 @@
-// Lab scan, GPU side: upload the input (float or int, as the case says), hand the
-// student a workspace full of garbage, run the scans the case asks for, expose their
-// outputs. CUB's DeviceScan is the library baseline timed beside it.
+// Lab scan, GPU side: on the harness's input (float or int, as the case says), hand the
+// student a workspace (garbage before every call), run the scans the case asks for,
+// expose their outputs. CUB's DeviceScan is the library baseline timed beside it.
 #include <cub/device/device_scan.cuh>
 
 #include <memory>
@@ -14,9 +14,9 @@ namespace {
 
 class ScanRun final : public labkit::DeviceRun {
 public:
-    ScanRun(const labkit::CaseSpec& spec, const std::vector<labkit::HostArray>& inputs)
+    ScanRun(const labkit::CaseSpec& spec, const std::vector<labkit::DeviceArray*>& inputs)
         : integer_(spec.param("integer") != 0),
-          in_(inputs.at(0)),
+          in_(*inputs.at(0)),
           n_(in_.size()),
           workspace_(scan_workspace_bytes(n_)) {
         const labkit::DType t = integer_ ? labkit::DType::i32 : labkit::DType::f32;
@@ -25,7 +25,6 @@ public:
                                                                                          std::vector{n_});
         if (spec.param("exclusive")) exclusive_ = std::make_unique<labkit::DeviceArray>("exclusive" + suffix, t,
                                                                                          std::vector{n_});
-        if (workspace_.bytes()) LABKIT_CHECK(cudaMemset(workspace_.data(), 0xCD, workspace_.bytes()));
         std::size_t a = 0, b = 0;
         if (integer_) {
             LABKIT_CHECK(cub::DeviceScan::InclusiveSum(nullptr, a, in_.get<int>(), in_.get<int>(), count()));
@@ -56,6 +55,8 @@ public:
         return out;
     }
 
+    std::vector<labkit::DeviceBuffer*> workspaces() override { return {&workspace_}; }
+
     const char* library_name() const override { return "CUB DeviceScan"; }
     void run_library() override {
         if (integer_) library_scans<int>();
@@ -76,7 +77,7 @@ private:
     }
 
     bool integer_;
-    labkit::DeviceArray in_;
+    const labkit::DeviceArray& in_;
     std::uint64_t n_;
     labkit::DeviceBuffer workspace_;
     std::unique_ptr<labkit::DeviceArray> inclusive_, exclusive_;
@@ -88,7 +89,7 @@ private:
 
 int main(int argc, char** argv) {
     return labkit::harness_main(argc, argv, lab_scan::problem(),
-                                [](const labkit::CaseSpec& spec, const std::vector<labkit::HostArray>& inputs) {
+                                [](const labkit::CaseSpec& spec, const std::vector<labkit::DeviceArray*>& inputs) {
                                     return std::make_unique<ScanRun>(spec, inputs);
                                 });
 }

@@ -1,4 +1,5 @@
-// Lab vector_add, GPU side: upload a and b, call the student's vector_add, expose c.
+// Lab vector_add, GPU side: call the student's vector_add on the harness's a and b,
+// expose c.
 #include <memory>
 
 #include "labkit/harness.hpp"
@@ -9,21 +10,22 @@ namespace {
 
 class VectorAddRun final : public labkit::DeviceRun {
 public:
-    explicit VectorAddRun(const std::vector<labkit::HostArray>& inputs)
-        : a_(inputs.at(0)), b_(inputs.at(1)), c_("c", labkit::DType::f32, {inputs.at(0).size()}) {}
+    explicit VectorAddRun(const std::vector<labkit::DeviceArray*>& inputs)
+        : a_(*inputs.at(0)), b_(*inputs.at(1)), c_("c", labkit::DType::f32, {a_.size()}) {}
 
     void run() override { vector_add(a_.get<float>(), b_.get<float>(), c_.get<float>(), c_.size()); }
     std::vector<labkit::DeviceArray*> outputs() override { return {&c_}; }
 
 private:
-    labkit::DeviceArray a_, b_, c_;
+    const labkit::DeviceArray &a_, &b_;
+    labkit::DeviceArray c_;
 };
 
 }  // namespace
 
 int main(int argc, char** argv) {
     return labkit::harness_main(argc, argv, lab_vector_add::problem(),
-                                [](const labkit::CaseSpec&, const std::vector<labkit::HostArray>& inputs) {
+                                [](const labkit::CaseSpec&, const std::vector<labkit::DeviceArray*>& inputs) {
                                     return std::make_unique<VectorAddRun>(inputs);
                                 });
 }

@@ -1,5 +1,6 @@
-// Lab vector_add, CPU side: inputs from the seed and the reference. Shared by the lab
-// binary and the trusted checker.
+// Lab vector_add, CPU side: the cases and how their inputs follow from the seed
+// (problem.cpp, in every lab binary), and the reference (reference.cpp, linked only into
+// the trusted checker and the tests).
 #pragma once
 
 #include "labkit/problem.hpp"

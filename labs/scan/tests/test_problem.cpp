@@ -7,14 +7,14 @@
 TEST_CASE("test_scan_cases_name_their_outputs") {
     const auto p = lab_scan::problem();
     const auto& f = *p.find("n_1025");
-    const auto fe = p.reference(f, p.make_inputs(f, 1));
+    const auto fe = lab_scan::reference(f, labkit::make_host_inputs(p, f, 1));
     REQUIRE(fe.size() == 2);
     CHECK(fe[0].name == "inclusive");
     CHECK(fe[1].name == "exclusive");
     CHECK(fe[1].values[0] == 0.0);
     CHECK(fe[1].allowed_abs[0] == 0.0);  // out[0] of an exclusive scan must be exactly 0
     const auto& i = *p.find("int_n_1025");
-    const auto ie = p.reference(i, p.make_inputs(i, 1));
+    const auto ie = lab_scan::reference(i, labkit::make_host_inputs(p, i, 1));
     REQUIRE(ie.size() == 2);
     CHECK(ie[0].name == "inclusive_int");
     CHECK(ie[0].allowed_abs.empty());
@@ -25,13 +25,13 @@ TEST_CASE("test_scan_cases_name_their_outputs") {
 TEST_CASE("test_scan_reference_on_a_small_example") {
     const auto p = lab_scan::problem();
     const auto& spec = *p.find("int_n_1025");
-    auto inputs = p.make_inputs(spec, 9);
+    auto inputs = labkit::make_host_inputs(p, spec, 9);
     auto x = inputs[0].as<std::int32_t>();
     for (std::int32_t v : x) CHECK((v >= -4 && v <= 4));
     x[0] = 1;
     x[1] = 2;
     x[2] = 3;
-    const auto e = p.reference(spec, inputs);
+    const auto e = lab_scan::reference(spec, inputs);
     CHECK(e[0].values[0] == 1.0);
     CHECK(e[0].values[2] == 6.0);
     CHECK(e[1].values[0] == 0.0);

@@ -18,7 +18,7 @@ TEST_CASE("test_vector_add_spec_reaches_the_harness") {
 TEST_CASE("test_vector_add_inputs_depend_only_on_the_seed") {
     const auto p = lab_vector_add::problem();
     const auto& c = *p.find("n_1025");
-    const auto x = p.make_inputs(c, 42), y = p.make_inputs(c, 42), z = p.make_inputs(c, 43);
+    const auto x = labkit::make_host_inputs(p, c, 42), y = labkit::make_host_inputs(p, c, 42), z = labkit::make_host_inputs(p, c, 43);
     CHECK(x[0].bytes == y[0].bytes);
     CHECK(x[1].bytes == y[1].bytes);
     CHECK(x[0].bytes != z[0].bytes);
@@ -29,8 +29,8 @@ TEST_CASE("test_vector_add_inputs_depend_only_on_the_seed") {
 TEST_CASE("test_vector_add_reference_is_the_float_sum") {
     const auto p = lab_vector_add::problem();
     const auto& c = *p.find("n_31");
-    const auto inputs = p.make_inputs(c, 7);
-    const auto expected = p.reference(c, inputs);
+    const auto inputs = labkit::make_host_inputs(p, c, 7);
+    const auto expected = lab_vector_add::reference(c, inputs);
     REQUIRE(expected.size() == 1);
     const auto a = inputs[0].as<float>(), b = inputs[1].as<float>();
     for (std::size_t i = 0; i < a.size(); ++i) CHECK(expected[0].values[i] == static_cast<double>(a[i] + b[i]));

@@ -1,0 +1,64 @@
+// Fills an input array on the GPU from its description (labkit/inputs.hpp), with the
+// element functions the CPU uses, so the trusted checker regenerates the same values.
+#include "labkit/check.hpp"
+#include "labkit/device.hpp"
+#include "labkit/generate.hpp"
+#include "labkit/inputs.hpp"
+
+namespace labkit {
+namespace {
+
+constexpr int kFillThreads = 256;
+
+__global__ void fill_uniform_float_kernel(float* out, std::uint64_t n, std::uint64_t seed, std::uint64_t stream,
+                                          double lo, double width, float hi) {
+    const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+    for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+        out[i] = uniform_float_at(seed, stream, i, lo, width, hi);
+}
+
+__global__ void fill_uniform_int_kernel(std::int32_t* out, std::uint64_t n, std::uint64_t seed, std::uint64_t stream,
+                                        std::int64_t lo, std::uint64_t span) {
+    const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+    for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+        out[i] = uniform_int_at(seed, stream, i, lo, span);
+}
+
+unsigned fill_blocks(std::uint64_t n) {
+    const std::uint64_t wanted = (n + kFillThreads - 1) / kFillThreads;
+    return static_cast<unsigned>(wanted < 65536 ? (wanted ? wanted : 1) : 65536);
+}
+
+}  // namespace
+
+void fill_on_device(DeviceArray& array, const InputSpec& spec, std::uint64_t seed) {
+    validate(spec);
+    if (array.dtype() != spec.dtype || array.size() != spec.size())
+        throw std::logic_error("input '" + spec.name + "' does not match the array allocated for it");
+    const std::uint64_t n = spec.size();
+    const Fill& f = spec.fill;
+    if (n == 0) return;
+    if (f.kind == Fill::Kind::uniform_float) {
+        const auto hi = static_cast<float>(f.hi);
+        fill_uniform_float_kernel<<<fill_blocks(n), kFillThreads>>>(array.get<float>(), n, seed, f.stream,
+                                                                    static_cast<double>(static_cast<float>(f.lo)),
+                                                                    static_cast<double>(hi) - static_cast<float>(f.lo), hi);
+    } else {
+        const auto lo = static_cast<std::int32_t>(f.lo), hi = static_cast<std::int32_t>(f.hi);
+        fill_uniform_int_kernel<<<fill_blocks(n), kFillThreads>>>(array.get<std::int32_t>(), n, seed, f.stream, lo,
+                                                                  static_cast<std::uint64_t>(std::int64_t(hi) - lo + 1));
+    }
+    LABKIT_CHECK_LAUNCH();
+    for (const auto& [index, value] : f.fixed) {
+        const std::size_t offset = static_cast<std::size_t>(index) * dtype_size(spec.dtype);
+        if (spec.dtype == DType::f32) {
+            const auto v = static_cast<float>(value);
+            LABKIT_CHECK(cudaMemcpyAsync(static_cast<char*>(array.data()) + offset, &v, sizeof v, cudaMemcpyHostToDevice));
+        } else {
+            const auto v = static_cast<std::int32_t>(value);
+            LABKIT_CHECK(cudaMemcpyAsync(static_cast<char*>(array.data()) + offset, &v, sizeof v, cudaMemcpyHostToDevice));
+        }
+    }
+}
+
+}  // namespace labkit

@@ -1,0 +1,62 @@
+// How a lab's inputs are made: each input array is described once (name, type, shape,
+// and how its elements follow from the seed), and labkit fills it from that one
+// description on the CPU (the trusted checker, tests) or on the GPU (the harness, which
+// needs a fresh set for every timed sample). Both use the element functions of
+// generate.hpp, so the two agree bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "labkit/host_array.hpp"
+
+namespace labkit {
+
+struct Fill {
+    enum class Kind : std::uint32_t {
+        uniform_float = 1,  // f32, uniform in [lo, hi)
+        uniform_int = 2,    // i32, uniform in [lo, hi] (both ends included)
+    };
+    Kind kind = Kind::uniform_float;
+    std::uint64_t stream = 0;  // independent streams for the arrays of one case
+    double lo = 0.0;
+    double hi = 1.0;
+    // Elements set to fixed values after the random fill (e.g. x[0] = 2^24, the
+    // reduction lab's hard case). Kept few: they are written one by one.
+    std::vector<std::pair<std::uint64_t, double>> fixed;
+
+    static Fill uniform_float(std::uint64_t stream, float lo, float hi) {
+        return Fill{Kind::uniform_float, stream, lo, hi, {}};
+    }
+    static Fill uniform_int(std::uint64_t stream, std::int32_t lo, std::int32_t hi) {
+        return Fill{Kind::uniform_int, stream, static_cast<double>(lo), static_cast<double>(hi), {}};
+    }
+    Fill with_element(std::uint64_t index, double value) && {
+        fixed.emplace_back(index, value);
+        return std::move(*this);
+    }
+};
+
+struct InputSpec {
+    std::string name;
+    DType dtype = DType::f32;
+    std::vector<std::uint64_t> shape;
+    Fill fill;
+
+    std::uint64_t size() const {
+        std::uint64_t n = 1;
+        for (auto e : shape) n *= e;
+        return n;
+    }
+};
+
+// Throws std::invalid_argument when the fill does not suit the array (a float fill of an
+// integer array, lo >= hi, a fixed element out of range): a lab's mistake, said plainly.
+void validate(const InputSpec& spec);
+
+// The array `spec` describes, generated on the CPU from `seed`.
+HostArray generate_on_host(const InputSpec& spec, std::uint64_t seed);
+
+}  // namespace labkit

@@ -1,0 +1,14 @@
+// Lab reduction's CPU reference: linked only into the trusted checker and the tests.
+#include "bound.hpp"
+#include "problem.hpp"
+
+namespace lab_reduction {
+
+std::vector<labkit::Expected> reference(const labkit::CaseSpec&, const std::vector<labkit::HostArray>& inputs) {
+    const auto x = inputs.at(0).as<float>();
+    const double exact = reduction::reference_sum(x.data(), x.size());
+    const double bound = reduction::reduction_error_bound(x.size(), reduction::reference_sum_abs(x.data(), x.size()));
+    return {labkit::Expected{"sum", {1}, {exact}, {bound}}};
+}
+
+}  // namespace lab_reduction
