@@ -1,27 +1,36 @@
 """`cudalab build`: build the official tree, or a submission against it.
 
 A submission is staged first: only the files lab.toml lists are copied (no symlinks, none
-over the size limit) into a fresh folder, so a hand-in never brings its own build files.
-Then cmake/submission builds it with the official harness: `<dir>/<lab>_submission`.
+over the size limit) into a fresh folder the grader names, so a hand-in never brings its
+own build files and its own name is only ever data. Then cmake/submission builds it in the
+sandbox against the lab's SDK (build/<preset>/sdk/<lab>: labkit's headers, the API header
+and the official objects, nothing else from the repository), in three steps: compile the
+student's file, check its object's symbols (only the API crosses the link), link.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
 import shutil
 import stat
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from . import console, labs
+from . import console, labs, symbols
 from .config import Config, MIB
 from .errors import CompileError, GraderError, SubmissionError
 from .labspec import LabSpec
-from .sandbox import ProcessResult, run_process
+from .sandbox import Bind, ProcessResult, Sandbox, build_limits, run_process
+from .sdk import Manifest, ManifestError
 
 _BUILD_LOG_CAP = 4 * MIB
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+# Where a submission build sees its pieces inside the sandbox (fixed, whatever the names
+# and paths on the host).
+_CMAKE, _SDK, _SRC, _BUILD = "/cudalab/cmake", "/cudalab/sdk", "/cudalab/src", "/cudalab/build"
 _ERROR = re.compile(r"error|undefined reference|multiple definition", re.IGNORECASE)
 _NOISE = re.compile(r"^(\[\d+/\d+\]|FAILED:|ninja: )|\s-c\s.*\s-o\s|\s-o\s.*\s-c\s")
 
@@ -63,8 +72,20 @@ def _read_hand_in_file(path: Path, limit: int) -> bytes:
     return data
 
 
+def safe_name(folder: Path) -> str:
+    """A folder name the grader can use for a submission's results: the submission's own name
+    when it is plain (letters, digits, '.', '_', '-'), else a plain form of it with a short
+    hash, so two different names never share a folder. The original name stays data."""
+    name = Path(folder).resolve().name
+    if _SAFE_NAME.fullmatch(name):
+        return name
+    plain = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._-")[:40] or "submission"
+    return f"{plain}-{hashlib.sha256(name.encode('utf-8', 'surrogateescape')).hexdigest()[:8]}"
+
+
 def stage_submission(spec: LabSpec, folder: Path, dest: Path) -> StagedSubmission:
-    """Copy exactly the lab's files from `folder` into `dest` (created fresh)."""
+    """Copy exactly the lab's files from `folder` into `dest` (created fresh, named by the
+    grader): from here on, nothing uses the submission's own folder or name as a path."""
     folder = Path(folder)
     if not folder.is_dir():
         what = "is not a folder" if folder.exists() else "does not exist"
@@ -79,8 +100,10 @@ def stage_submission(spec: LabSpec, folder: Path, dest: Path) -> StagedSubmissio
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
+    dest.chmod(0o755)  # the sandbox user reads it
     for name in spec.files:
         (dest / name).write_bytes(_read_hand_in_file(folder / name, spec.max_file_bytes))
+        (dest / name).chmod(0o644)
     ignored = sorted(entry.name + ("/" if entry.is_dir() else "")
                      for entry in folder.iterdir() if entry.name not in spec.files)
     return StagedSubmission(folder.resolve(), dest, list(spec.files), ignored)
@@ -88,7 +111,7 @@ def stage_submission(spec: LabSpec, folder: Path, dest: Path) -> StagedSubmissio
 
 # --- compiler feedback ------------------------------------------------------------------
 
-def compile_feedback(log: str, files: tuple[str, ...] | list[str], copy_dir: Path,
+def compile_feedback(log: str, files: tuple[str, ...] | list[str], copy_dir: Path | str,
                      max_lines: int) -> list[str]:
     """The compiler's lines about the student's files (with the context lines indented under
     them), paths shortened to the bare file name; failing that, the error lines; failing
@@ -177,46 +200,104 @@ def ensure_official(config: Config, spec: LabSpec,
                           "lab's targets were not built.")
 
 
+def _sdk(config: Config, spec: LabSpec) -> Path:
+    """The lab's SDK, checked against the official build's manifest."""
+    sdk = config.build_dir / "sdk" / spec.name
+    if not (sdk / "sdk.cmake").is_file():
+        raise GraderError(f"The official build tree {config.build_dir} has no SDK for {spec.name} "
+                          f"({sdk} is missing); build it first with `cudalab build`.")
+    try:
+        Manifest(config.build_dir).verify_tree(sdk)
+    except ManifestError as err:
+        raise GraderError(str(err)) from None
+    return sdk
+
+
+def _inside_to_host(text: str, inside: str, host: Path) -> Path | None:
+    """A path the sandboxed build reported, on the host, if it lies in `inside`."""
+    path = PurePosixPath(text.strip())
+    if not path.is_absolute() or ".." in path.parts or not str(path).startswith(inside + "/"):
+        return None
+    return host / str(path)[len(inside) + 1:]
+
+
+def check_object_symbols(step, spec: LabSpec, sdk: Path, build_dir: Path, source_name: str) -> None:
+    """Only the API crosses the link: the compiled student object may define the lab's API
+    functions and its own helpers, nothing the harness, labkit or a library defines."""
+    listed = build_dir / "objects" / "submission_impl.txt"
+    try:
+        obj_inside = listed.read_text(encoding="utf-8").strip()
+    except OSError:
+        raise GraderError(f"The submission build left no {listed}: cannot find the compiled object.") from None
+    if _inside_to_host(obj_inside, _BUILD, build_dir) is None:
+        raise GraderError(f"The submission build named an object outside its folder ({obj_inside!r}).")
+    listing = step(symbols.nm_defined_argv(Path(obj_inside)))
+    if listing.exit_code != 0:
+        raise GraderError(f"Listing the symbols of {source_name}'s object failed ({listing.describe()}): "
+                          f"{listing.stderr_head(4)}")
+    try:
+        index = symbols.read_index(sdk / "symbols.json")
+    except (OSError, ValueError) as err:
+        raise GraderError(f"The {spec.name} SDK's symbol index is unreadable ({err}); rebuild the official tree.") from None
+    violations = symbols.check_symbols(symbols.parse_nm(listing.stdout), index, source_name)
+    if violations:
+        raise CompileError(f"{source_name} compiled, but it defines {len(violations)} symbol"
+                           f"{'s' if len(violations) > 1 else ''} that only the harness and the libraries "
+                           "may define, so it was not linked. Fix each line below, then build again.",
+                           [v.sentence for v in violations])
+
+
 def build_submission(config: Config, spec: LabSpec, folder: Path, work: Path) -> SubmissionBuild:
-    """Stage `folder` into work/src and build it in work/build against the official tree."""
+    """Stage `folder` into work/src and build it, in the sandbox, in work/build against the
+    lab's SDK: compile, check the object's symbols, link."""
     staged = stage_submission(spec, folder, work / "src")
     for name in staged.ignored:
         console.warn(f"ignored {name}: the {spec.name} lab only takes {', '.join(spec.files)}")
-    exports = config.build_dir / "cudalab-exports.cmake"
-    if not exports.is_file():
-        raise GraderError(f"The official build tree {config.build_dir} has no "
-                          "cudalab-exports.cmake; build it first with `cudalab build`.")
+    sdk = _sdk(config, spec)
+    source = next(name for name in spec.files if name.endswith(".cu"))
     build_dir = work / "build"
     if build_dir.exists():
         shutil.rmtree(build_dir)
-    configure = _cmake(config, ["-S", str(config.root / "cmake" / "submission"), "-B",
-                                str(build_dir), "-G", "Ninja",
-                                f"-DCUDALAB_OFFICIAL_BUILD={config.build_dir}",
-                                f"-DCUDALAB_LAB={spec.name}",
-                                f"-DCUDALAB_SUBMISSION_DIR={staged.copy_dir}"])
+    build_dir.mkdir(parents=True)
+    sandbox = Sandbox.detect(config)
+    binds = [Bind(config.root / "cmake", _CMAKE), Bind(sdk, _SDK), Bind(staged.copy_dir, _SRC)]
+    workdir = Bind(build_dir, _BUILD, writable=True)
+
+    def step(argv: list[str]) -> ProcessResult:
+        console.info("$ " + " ".join(argv))
+        return sandbox.run(argv, workdir=workdir, binds=binds, limits=build_limits(config), gpu=False)
+
+    configure = step(["cmake", "-S", f"{_CMAKE}/submission", "-B", _BUILD, "-G", "Ninja",
+                      f"-DCUDALAB_SDK={_SDK}", f"-DCUDALAB_SOURCE={_SRC}/{source}"])
     if configure.exit_code != 0:
         raise GraderError(f"Configuring the submission build failed ({configure.describe()}):\n"
                           f"{_tail(configure)}")
-    console.info(f"Compiling {', '.join(spec.files)}")
-    result = _cmake(config, ["--build", str(build_dir)])
-    log = _log(configure) + _log(result)
-    if result.exit_code != 0:
-        if result.timed_out:
+    console.info(f"Compiling {source}")
+    compiled = step(["cmake", "--build", _BUILD, "--target", "submission_impl"])
+    log = _log(configure) + _log(compiled)
+    if compiled.exit_code != 0:
+        if compiled.timed_out:
             raise GraderError(f"Compiling the submission took longer than "
                               f"{config.build_timeout_s:g} s and was stopped.")
-        feedback = compile_feedback(_log(result), spec.files, staged.copy_dir,
-                                    config.compile_feedback_lines)
+        feedback = compile_feedback(_log(compiled), spec.files, _SRC, config.compile_feedback_lines)
         raise CompileError(f"{' and '.join(spec.files)} did not compile against the official "
                            f"{spec.name} harness. Fix the first error below, then build again.",
                            feedback)
+    check_object_symbols(step, spec, sdk, build_dir, source)
+    linked = step(["cmake", "--build", _BUILD])
+    log += _log(linked)
+    if linked.exit_code != 0:
+        feedback = compile_feedback(_log(linked), spec.files, _SRC, config.compile_feedback_lines)
+        raise CompileError(f"{source} compiled but did not link with the official {spec.name} harness. "
+                           "Compare your functions with the lab's API header.", feedback)
     binary = build_dir / f"{spec.name}_submission"
-    if not binary.is_file():
+    if not binary.is_file() or binary.is_symlink():
         raise GraderError(f"The submission build succeeded but made no {binary}.")
     return SubmissionBuild(binary, staged, log)
 
 
 def submission_work_dir(config: Config, lab: str, folder: Path) -> Path:
-    return config.work_dir / lab / Path(folder).resolve().name
+    return config.work_dir / lab / safe_name(folder)
 
 
 # --- the verb ---------------------------------------------------------------------------

@@ -41,22 +41,41 @@ class Config:
                                      "is kept; the rest is read and dropped.")
     file_size_limit_bytes: int = _setting(4 * GIB, "The largest file a student process may write "
                                           "(RLIMIT_FSIZE); output dumps can reach about 1 GiB.")
-    network_isolation: bool = _setting(True, "Run student processes without network access "
-                                       "(`unshare --net`) where the machine allows it.")
-    samples_low: int = _setting(10, "Timed samples in the first of the two bench runs per round.")
-    samples_high: int = _setting(40, "Timed samples in the second bench run per round (at least; "
-                                 "raised so that the extra samples take timing_target_s).")
-    samples_max: int = _setting(2000, "Upper bound on the samples of the second bench run.")
-    timing_target_s: float = _setting(0.5, "How long the extra samples of the second bench run "
-                                      "should take, so that process start-up noise is small "
-                                      "next to them.")
-    timing_rounds: int = _setting(3, "Rounds of alternating reference/submission bench runs.")
-    timing_disagreement_factor: float = _setting(1.5, "Flag a submission whose own event timing "
-                                                 "and the wall clock differ by more than this "
-                                                 "factor.")
-    timing_noise_floor: float = _setting(0.25, "The least wall-clock noise assumed, as a fraction "
-                                         "of the reference's wall time per sample: the wall "
-                                         "clock counts against a submission only beyond it.")
+    bwrap: str = _setting("", "The bubblewrap program that sandboxes untrusted processes. Empty: "
+                          "`bwrap` on PATH, else <root>/.deps/bwrap/usr/bin/bwrap (unpacked by "
+                          "tools/stage-deps.sh). Without it, runs go unsandboxed and say so.")
+    sandbox_uid: int = _setting(65534, "The unprivileged uid (and gid) that sandboxed processes "
+                                "run as when the grader runs as root; files they must read "
+                                "have to be reachable by it.")
+    run_memory_bytes: int = _setting(16 * GIB, "Memory limit (cgroup v2 memory.max, no swap) of "
+                                     "one run of a lab binary or checker; 0 for none.")
+    build_memory_bytes: int = _setting(8 * GIB, "Memory limit (cgroup v2 memory.max, no swap) of "
+                                       "one compile of student code; 0 for none.")
+    run_pids: int = _setting(256, "Most processes and threads one run of a lab binary or checker "
+                             "may have at once (cgroup v2 pids.max, else RLIMIT_NPROC).")
+    build_pids: int = _setting(1024, "Most processes and threads one compile of student code may "
+                               "have at once (cgroup v2 pids.max, else RLIMIT_NPROC).")
+    timing_warmup: int = _setting(5, "Untimed samples at the start of every paced timing run.")
+    samples_min: int = _setting(50, "Fewest timed samples in one paced timing run.")
+    samples_max: int = _setting(20000, "Most timed samples in one paced timing run.")
+    timing_target_s: float = _setting(1.0, "How long the reference's timed samples of one run "
+                                      "take (on the grader's clock); the submission then gets as "
+                                      "many samples. The median of many samples keeps each "
+                                      "round's estimate steady.")
+    timing_rounds: int = _setting(3, "Rounds of alternating reference/submission timing runs.")
+    kept_samples: int = _setting(2, "Timed samples per submission run, drawn in secret, whose "
+                                 "outputs the checker judges (each against its own inputs and "
+                                 "the hash the program reported for it).")
+    sample_timeout_s: float = _setting(30.0, "How long one paced sample may take before the run "
+                                       "is stopped.")
+    timing_agreement: float = _setting(0.03, "How far (as a fraction of the submission's own "
+                                       "time) its event timing may differ from the grader's "
+                                       "clock, on top of the measured noise, before it is "
+                                       "scored on the grader's clock.")
+    timing_noise_floor: float = _setting(0.01, "The least noise assumed for a round's wall-clock "
+                                         "estimate, as a fraction of the reference's time.")
+    gpu_idle_wait_s: float = _setting(300.0, "How long timing waits for other processes to leave "
+                                      "the GPU before it times anyway and says so.")
     compile_feedback_lines: int = _setting(40, "How many compiler lines about the student's "
                                            "files the feedback keeps.")
     keep_temp: bool = _setting(False, "Keep grading's temporary folders (dumps, logs) for "

@@ -35,6 +35,7 @@ class Cli(IntEnum):
     COMPILE_ERROR = 22      # the submission did not compile against the official harness
     NO_DEVICE = 23          # built only: no CUDA device here, so nothing was run or graded
     INTERNAL = 24           # the grader (or the official build) could not do its job
+    NOT_ISOLATED = 25       # grade refused: no sandbox here (--allow-unisolated grades anyway)
 
 
 def harness_status(code: int) -> str | None:

@@ -1,49 +1,48 @@
 """`cudalab grade`: grade one submission folder against the official harness.
 
-Build it; if this machine has no CUDA device, stop with status not_run (exit 23, no grade);
-otherwise run it in the sandbox with a seed chosen now, let the trusted checker judge the
-dumped outputs (the only source of correctness points), then time it against the reference
-solution in alternating rounds with the wall-clock cross-check. A result JSON is written
-whatever happens, and feedback.md beside it.
+Stage the hand-in under a name the grader chooses and build it in the sandbox against the
+lab's SDK (symbol check included); if this machine has no CUDA device, stop with status
+not_run (exit 23, no grade); otherwise run it in the sandbox with a seed chosen now and let
+the trusted checker judge the dumped outputs (the only source of correctness points), then
+time it against the reference solution in alternating paced rounds on the grader's own
+clock, with a few secretly drawn timed samples judged by the checker. A result JSON is
+written whatever happens, and feedback.md beside it.
+
+Without a working sandbox `grade` refuses to give a grade unless --allow-unisolated is
+given; such a grade says in words that it is not an official one.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import secrets
 import shutil
 import statistics
-import tempfile
-from dataclasses import asdict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import __version__, build, console, labs, report
-from .config import Config, cuda_device_present
+from . import __version__, build, console, gpu, labs, report
+from .config import Config
 from .errors import CompileError, CudalabError, GraderError, NoDeviceError, SubmissionError
 from .exit_codes import Cli, Harness
 from .labspec import LabSpec
-from .sandbox import ProcessResult, run_untrusted
+from .runner import RUN, Runner, fresh_dir, read_untrusted_json
+from .sandbox import ProcessResult, Sandbox
 from .scoring import case_points, score as compute_score, zero as zero_score
-from .timing import BenchRun, Round, TimingSummary, cross_check, samples_for_target
+from .timing import ChannelClosed, Pace, PacedRun, ProtocolError, RoundTimes, cross_check, drive
 
 SCHEMA = "cudalab.grade/1"
 STATUS_EXIT = {"graded": Cli.DONE, "not_run": Cli.NO_DEVICE, "compile_error": Cli.COMPILE_ERROR,
                "submission_error": Cli.SUBMISSION_INVALID, "unknown_lab": Cli.UNKNOWN_LAB,
-               "error": Cli.INTERNAL}
+               "not_isolated": Cli.NOT_ISOLATED, "error": Cli.INTERNAL}
 
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _read_json(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def failure_reason(result: ProcessResult) -> str:
@@ -60,53 +59,38 @@ def failure_reason(result: ProcessResult) -> str:
         reason = result.describe()
     if result.status == "cuda_error" and head:
         return head if head.lower().startswith("cuda error") else f"CUDA error: {head}"
-    return f"{reason}: {head}" if head and not result.timed_out else reason
+    return f"{reason}: {head}" if head and not result.timed_out and not result.oom_killed else reason
 
 
 class _PerformanceZero(Exception):
     """Performance scores zero for a reason the student should read."""
 
 
+def rough_ratio(reference: PacedRun, student: PacedRun) -> float:
+    """The student's time over the reference's from one round of each, on the grader's
+    clock: enough to see a submission is far too slow, without the cross-check."""
+    ref_event = reference.reported_median_ms() or reference.wall_median_ms()
+    overhead = max(0.0, reference.wall_median_ms() - ref_event)
+    return (statistics.median(student.wall_ms) - overhead) / ref_event
+
+
 class GradingSession:
-    """One grading of one built submission: seed, temp folder, binaries, isolation."""
+    """One grading of one built submission: seeds, folders, the reference, the checker."""
 
     def __init__(self, config: Config, spec: LabSpec, submission: Path, seed: int, tmp: Path):
         self.config, self.spec, self.seed, self.tmp = config, spec, seed, tmp
-        self.reference = labs.official_binary(config, spec.name, "solution")
-        self.checker = labs.official_binary(config, spec.name, "checker")
+        self.runner = Runner(config, spec, tmp)
+        self.reference = self.runner.official("solution")
         self.submission = submission
-        self.network_isolation = config.network_isolation
-        self.isolation = ""
-        self.isolation_note = ""
         self.device: dict = {}
         self.bench_clocks: list[float] = []
-        self._runs = 0
-
-    # -- running ----------------------------------------------------------------------------
-    def _run(self, argv: list) -> ProcessResult:
-        result = run_untrusted(argv, self.config, network_isolation=self.network_isolation)
-        self.isolation = result.isolation + self.isolation_note
-        return result
-
-    def _fresh(self, stem: str) -> Path:
-        self._runs += 1
-        return self.tmp / f"{self._runs:02d}-{stem}"
+        self.gpu_waits: list[gpu.GpuWait] = []
 
     def probe_device(self) -> None:
         """Run the reference on the first case: its exit 4 is the authority on 'no device'."""
         first = self.spec.cases[0].name
-        out = self._fresh("probe")
-        out.mkdir()
-        argv = [self.reference, "--case", first, "--seed", self.seed, "--json", out / "run.json",
-                "--quiet"]
-        result = self._run(argv)
-        if result.exit_code == Harness.NO_DEVICE and self.network_isolation and cuda_device_present():
-            # Some drivers refuse a user namespace: then grade without it, and say so.
-            retry = run_untrusted(argv, self.config, network_isolation=False)
-            if retry.exit_code != Harness.NO_DEVICE:
-                self.network_isolation = False
-                self.isolation_note = " (network isolation dropped: CUDA failed inside the namespace)"
-                result = self._run(argv)
+        result, folder = self.runner.run(self.reference, ["--case", first, "--seed", self.seed,
+                                                          "--json", f"{RUN}/run.json", "--quiet"])
         if result.exit_code == Harness.NO_DEVICE:
             raise NoDeviceError("There is no CUDA device on this machine (the reference solution "
                                 "exits with 'no device'), so the submission was built but not "
@@ -115,32 +99,15 @@ class GradingSession:
             raise GraderError(f"The reference solution failed on case {first} on this machine "
                               f"({failure_reason(result)}). This is a problem with the lab or "
                               "the machine, not with the submission.")
-        self.device = (_read_json(out / "run.json") or {}).get("device", {})
-
-    def check(self, dump: Path, bench_case: str | None = None) -> dict[str, dict]:
-        """Run the trusted checker over a dump; return its verdict per case name. The verdict
-        goes to a folder made now with an unpredictable name, so no file the student's process
-        left behind can pass for it."""
-        verdict_path = Path(tempfile.mkdtemp(prefix="verdict-", dir=self.tmp)) / "verdict.json"
-        argv = [self.checker, "--seed", self.seed, "--dump", dump, "--verdict", verdict_path]
-        if bench_case:
-            argv += ["--bench-case", bench_case]
-        result = self._run(argv)
-        verdict = _read_json(verdict_path)
-        if result.exit_code not in (Harness.PASSED, Harness.FAILED) or verdict is None:
-            raise GraderError(f"The checker could not judge the outputs ({result.describe()}: "
-                              f"{result.stderr_head(4) or 'no message'}).")
-        return {c.get("name"): c for c in verdict.get("cases", []) if isinstance(c, dict)}
+        self.device = (read_untrusted_json(folder / "run.json") or {}).get("device", {})
 
     # -- correctness ------------------------------------------------------------------------
     def run_correctness(self) -> tuple[list[dict], dict]:
-        out = self._fresh("check")
-        (out / "dump").mkdir(parents=True)
         console.info(f"Running the submission on {len(self.spec.cases)} cases (seed {self.seed})")
-        result = self._run([self.submission, "--seed", self.seed, "--dump", out / "dump",
-                            "--no-self-check", "--json", out / "run.json", "--quiet"])
+        result, folder = self.runner.run(self.submission, ["--seed", self.seed, "--dump", f"{RUN}/dump",
+                                                           "--json", f"{RUN}/run.json", "--quiet"])
         console.info("Checking its outputs with the trusted checker")
-        verdicts = self.check(out / "dump")
+        verdicts = self.runner.check(folder / "dump", self.seed)
         abnormal = result.status not in ("passed", "failed")
         reason = failure_reason(result) if abnormal else ""
         cases = []
@@ -158,105 +125,120 @@ class GradingSession:
         run = {"status": result.status, "exit_code": result.exit_code,
                "wall_s": round(result.wall_s, 4), "description": result.describe(),
                "stderr_head": result.stderr_head(10)}
+        self._discard(folder)
         return cases, run
 
     # -- performance ------------------------------------------------------------------------
-    def _bench(self, binary: Path, samples: int, who: str) -> tuple[ProcessResult, Path, dict | None]:
-        out = self._fresh(f"bench-{who}-{samples}")
-        (out / "dump").mkdir(parents=True)
+    def paced(self, binary: Path, who: str, samples: int | None, keep: int,
+              stop_when=None) -> tuple[PacedRun, Path]:
+        """One paced timing run (timing.py); raises _PerformanceZero when the submission's
+        run fails or breaks the protocol, GraderError when the reference's does."""
         case = self.spec.scoring.timing_case
-        result = self._run([binary, "--bench", "--bench-case", case, "--samples", samples,
-                            "--seed", self.seed, "--dump", out / "dump", "--no-self-check",
-                            "--json", out / "run.json"])
-        run_json = _read_json(out / "run.json")
-        entry = None
-        if run_json:
-            entry = next((b for b in run_json.get("bench", []) if isinstance(b, dict)
-                          and b.get("name") == case), None)
-        return result, out, entry
+        pace = Pace(warmup=self.config.timing_warmup, samples=samples, target_s=self.config.timing_target_s,
+                    samples_min=self.config.samples_min, samples_max=self.config.samples_max, keep=keep,
+                    sample_timeout_s=self.config.sample_timeout_s, stop_when=stop_when)
+        to_child_read, to_child_write = os.pipe()
+        from_child_read, from_child_write = os.pipe()
+        outcome: dict = {}
 
-    @staticmethod
-    def _bench_run(samples: int, result: ProcessResult, entry: dict | None) -> BenchRun:
-        def number(key: str) -> float | None:
-            value = (entry or {}).get(key)
-            return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-        return BenchRun(samples, result.wall_s, number("median_ms"), number("spread"))
+        def talk() -> bool:
+            try:
+                outcome["run"] = drive(from_child_read, to_child_write, pace, case)
+                return True
+            except ChannelClosed:  # the program ended by itself: its exit says why
+                return True
+            except ProtocolError as err:  # it broke the protocol: stop it now
+                outcome["error"] = f"the program {err}"
+                return False
+            finally:
+                os.close(from_child_read)
+                os.close(to_child_write)
 
-    def bench_reference(self, samples: int) -> BenchRun:
-        result, out, entry = self._bench(self.reference, samples, "reference")
-        if result.exit_code != Harness.PASSED or entry is None or entry.get("median_ms") is None:
-            raise GraderError(f"The reference solution's timed run failed ({failure_reason(result)}).")
-        for key in ("sm_clock_mhz_before", "sm_clock_mhz_after"):
-            if isinstance(entry.get(key), (int, float)):
-                self.bench_clocks.append(float(entry[key]))
-        self._discard(out)
-        return self._bench_run(samples, result, entry)
+        result, folder = self.runner.run(
+            binary, ["--paced", "--bench-case", case, "--dump", f"{RUN}/dump", "--json", f"{RUN}/run.json",
+                     "--control-in", to_child_read, "--control-out", from_child_write],
+            pass_fds=(to_child_read, from_child_write), during=talk)
+        run: PacedRun | None = outcome.get("run")
+        if run is None or result.exit_code != Harness.PASSED or not run.wall_ms:
+            why = outcome.get("error") or failure_reason(result)
+            if who == "reference":
+                raise GraderError(f"The reference solution's timed run failed ({why}).")
+            raise _PerformanceZero(f"In the timed runs on {case}, {why}.")
+        if who == "reference":
+            entry = next(iter((read_untrusted_json(folder / "run.json") or {}).get("bench", [])), {})
+            for key in ("sm_clock_mhz_before", "sm_clock_mhz_after"):
+                if isinstance(entry.get(key), (int, float)):
+                    self.bench_clocks.append(float(entry[key]))
+        return run, folder
 
-    def bench_submission(self, samples: int) -> BenchRun:
-        case = self.spec.scoring.timing_case
-        result, out, entry = self._bench(self.submission, samples, "submission")
-        if result.status not in ("passed", "failed"):
-            raise _PerformanceZero(f"In the timed runs on {case}, {failure_reason(result)}.")
-        verdict = self.check(out / "dump", bench_case=case).get(case, {})
-        if verdict.get("status") != "passed":
-            raise _PerformanceZero(
-                f"Your program's output in the timed runs was wrong ({case}: "
-                f"{verdict.get('message') or verdict.get('status', 'no output')}). Code that is "
-                "fast but wrong earns no performance points; make sure every call does the "
-                "whole computation.")
-        self._discard(out)
-        return self._bench_run(samples, result, entry)
-
-    def _discard(self, out: Path) -> None:
-        if not self.config.keep_temp:
-            shutil.rmtree(out / "dump", ignore_errors=True)
+    def _too_slow(self, reference: PacedRun):
+        """Stops a submission's run once its wall-clock time per sample is clearly past the
+        zero-marks ratio: the rest of the samples could not change its points."""
+        limit = 1.25 * self.spec.scoring.zero_marks_ratio
+        return lambda run: run.timed >= 20 and rough_ratio(reference, run) > limit
 
     def measure_performance(self) -> dict:
         config, scoring = self.config, self.spec.scoring
         perf: dict = {"status": "scored", "timing_case": scoring.timing_case, "message": "",
                       "ratio": None, "samples": None, "cross_check": None, "rounds": []}
-        low, high = config.samples_low, None
-        reference_rounds: list[Round] = []
-        student_rounds: list[Round] = []
+        reference_rounds: list[RoundTimes] = []
+        student_rounds: list[RoundTimes] = []
+        kept: list[tuple[Path, object]] = []
+        samples = None
         try:
             for number in range(1, config.timing_rounds + 1):
+                self.gpu_waits.append(gpu.wait_until_idle(config.gpu_idle_wait_s))
                 console.info(f"Timing round {number} of {config.timing_rounds} on {scoring.timing_case}")
-                ref_low = self.bench_reference(low)
-                if high is None:
-                    high = samples_for_target(low, config.samples_high, config.samples_max,
-                                              ref_low.event_median_ms, config.timing_target_s)
-                    perf["samples"] = [low, high]
-                sub_low = self.bench_submission(low)
-                self._stop_if_surely_too_slow(sub_low, ref_low, perf)
-                ref_high = self.bench_reference(high)
-                sub_high = self.bench_submission(high)
-                reference_rounds.append(Round(ref_low, ref_high))
-                student_rounds.append(Round(sub_low, sub_high))
-                perf["rounds"].append({"reference": [asdict(ref_low), asdict(ref_high)],
-                                       "submission": [asdict(sub_low), asdict(sub_high)]})
+                ref, ref_folder = self.paced(self.reference, "reference", samples, keep=0)
+                self._discard(ref_folder)
+                samples = samples or ref.timed
+                perf["samples"] = samples
+                sub, sub_folder = self.paced(self.submission, "submission", samples,
+                                             keep=config.kept_samples, stop_when=self._too_slow(ref))
+                kept += [(sub_folder / "dump" / k.dump_name, k) for k in sub.kept]
+                reference_rounds.append(RoundTimes.of(ref))
+                student_rounds.append(RoundTimes.of(sub))
+                perf["rounds"].append({"reference": asdict(reference_rounds[-1]),
+                                       "submission": asdict(student_rounds[-1]),
+                                       "kept_samples": [k.number for k in sub.kept]})
+                if sub.stopped_early:
+                    perf["ratio"] = rough_ratio(ref, sub)
+                    raise _PerformanceZero(f"Your code takes about {perf['ratio']:.3g} times as long as the "
+                                           f"reference on {scoring.timing_case} (on the grader's clock); "
+                                           f"performance points stop at {scoring.zero_marks_ratio:g} times.")
+            self.check_kept_samples(kept)
         except _PerformanceZero as zero:
             perf.update(status="zero", message=str(zero))
             return perf
-        reference, student = TimingSummary.of(reference_rounds), TimingSummary.of(student_rounds)
-        checked = cross_check(reference, student, config.timing_disagreement_factor,
-                              config.timing_noise_floor)
+        checked = cross_check(reference_rounds, student_rounds, agreement=config.timing_agreement,
+                              noise_floor=config.timing_noise_floor)
         perf.update(ratio=checked.ratio, message=checked.message, cross_check=checked.to_json(),
-                    spread={"reference": reference.spread, "submission": student.spread,
-                            "reference_wall_rounds": reference.wall_round_spread,
-                            "submission_wall_rounds": student.wall_round_spread})
+                    spread={"reference_rounds": checked.reference_agreement,
+                            "noise_ms": checked.noise_ms})
         return perf
 
-    def _stop_if_surely_too_slow(self, student: BenchRun, reference: BenchRun, perf: dict) -> None:
-        """A process can only lie its event time downwards, so an event time already past the
-        zero-marks ratio settles performance without more runs."""
-        zero_at = self.spec.scoring.zero_marks_ratio
-        if student.event_median_ms and reference.event_median_ms:
-            ratio = student.event_median_ms / reference.event_median_ms
-            if ratio >= zero_at:
-                perf["ratio"] = ratio
-                raise _PerformanceZero(f"Your code takes {ratio:.3g} times as long as the "
-                                       f"reference on {self.spec.scoring.timing_case}; performance "
-                                       f"points stop at {zero_at:g} times.")
+    def check_kept_samples(self, kept: list[tuple[Path, object]]) -> None:
+        """Each kept timed sample against its own inputs and the hashes reported for it, the
+        checks running side by side now that timing is over."""
+        case = self.spec.scoring.timing_case
+        console.info(f"Checking {len(kept)} timed samples drawn in secret")
+
+        def judge(item):
+            dump, sample = item
+            return sample, self.runner.check(dump, sample.seed, bench_case=case, hash_key=sample.key,
+                                             hashes=sample.hashes).get(case, {})
+        with ThreadPoolExecutor(max_workers=max(1, min(len(kept), os.cpu_count() or 1))) as pool:
+            for sample, verdict in pool.map(judge, kept):
+                if verdict.get("status") != "passed":
+                    raise _PerformanceZero(
+                        f"Your program's output in timed sample {sample.number} was wrong ({case}: "
+                        f"{verdict.get('message') or verdict.get('status', 'no output')}). Code that "
+                        "is fast but wrong earns no performance points; make sure every call does the "
+                        "whole computation on the inputs it is given.")
+
+    def _discard(self, folder: Path) -> None:
+        if not self.config.keep_temp:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 # --- assembling the result --------------------------------------------------------------------
@@ -273,7 +255,8 @@ def new_result(lab: str, folder: Path, seed: int, config: Config) -> dict:
                        "official_build": str(config.build_dir), "host": platform.node(),
                        "python": platform.python_version(), "isolation": None, "gpu": None,
                        "compute_capability": None, "driver_version": None,
-                       "runtime_version": None, "sm_clock_mhz": None, "spread": None},
+                       "runtime_version": None, "sm_clock_mhz": None, "spread": None,
+                       "gpu_sharing": None},
     }
 
 
@@ -287,10 +270,13 @@ def _record_session(result: dict, session: GradingSession) -> None:
     device = session.device
     clocks = session.bench_clocks
     result["provenance"].update(
-        isolation=session.isolation or None, gpu=device.get("name"),
-        compute_capability=device.get("compute_capability"),
+        gpu=device.get("name"), compute_capability=device.get("compute_capability"),
         driver_version=device.get("driver_version"), runtime_version=device.get("runtime_version"),
-        sm_clock_mhz=statistics.median(clocks) if clocks else device.get("sm_clock_mhz"))
+        sm_clock_mhz=statistics.median(clocks) if clocks else device.get("sm_clock_mhz"),
+        gpu_sharing=[w.to_json() for w in session.gpu_waits] or None)
+    sharing = gpu.describe(session.gpu_waits)
+    if sharing:
+        result["warnings"].append(sharing)
 
 
 def grade_built(result: dict, config: Config, spec: LabSpec, binary: Path, tmp: Path) -> None:
@@ -323,29 +309,72 @@ def grade_built(result: dict, config: Config, spec: LabSpec, binary: Path, tmp: 
         _record_session(result, session)
 
 
-def grade(config: Config, lab: str, folder: Path, seed: int | None = None) -> dict:
-    """Grade `folder`; always return a complete result document (never raise for a failure)."""
+def _isolation_record(sandbox: Sandbox, allow_unisolated: bool) -> dict:
+    isolation = sandbox.isolation
+    return {**isolation.to_json(), "description": isolation.describe(),
+            "summary": isolation.describe().split(";", 1)[0], "allowed_without": allow_unisolated}
+
+
+@dataclass
+class Pending:
+    """A grade between its build (CPU work, which can run beside other builds) and its runs
+    (GPU work, one grade at a time)."""
+    result: dict
+    config: Config
+    spec: LabSpec | None = None
+    binary: Path | None = None
+    tmp: Path | None = None
+    error: CudalabError | Exception | None = None
+
+
+def begin(config: Config, lab: str, folder: Path, seed: int | None = None,
+          allow_unisolated: bool = False, bring_official_up_to_date: bool = True) -> Pending:
+    """Everything before the GPU: the lab, the isolation, the official tree (brought up to
+    date unless the caller already did), the staging and the build."""
     seed = secrets.randbits(63) if seed is None else seed
-    result = new_result(lab, folder, seed, config)
-    tmp = None
+    pending = Pending(new_result(lab, folder, seed, config), config)
+    result = pending.result
     try:
-        spec = labs.load_lab(config, lab)
+        spec = pending.spec = labs.load_lab(config, lab)
         result["lab_title"] = spec.title
         result["score"] = zero_score(spec.scoring).to_json()
-        config.temp_dir.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f"grade-{spec.name}-", dir=config.temp_dir))
-        try:
+        sandbox = Sandbox.detect(config)
+        result["provenance"]["isolation"] = _isolation_record(sandbox, allow_unisolated)
+        if not sandbox.isolation.official:
+            if not allow_unisolated:
+                raise _NotIsolated("No grade was given: this machine cannot sandbox the student's code ("
+                                   + "; ".join(sandbox.isolation.missing) + "). Install bubblewrap and "
+                                   "grade again, or pass --allow-unisolated to grade anyway (the result "
+                                   "then says it is not an official grade).")
+            result["warnings"].append("This grade was given WITHOUT the sandbox (--allow-unisolated): the "
+                                      "student's code ran with the grader's own powers, so it is not an "
+                                      "official grade. Missing: " + "; ".join(sandbox.isolation.missing))
+        if bring_official_up_to_date:
             build.ensure_official(config, spec)
-            built = build.build_submission(config, spec, Path(folder), tmp / "submission")
+        pending.tmp = fresh_dir(config.temp_dir, f"grade-{spec.name}")
+        try:
+            built = build.build_submission(config, spec, Path(folder), pending.tmp / "submission")
         except (SubmissionError, CompileError) as err:
             result["build"]["status"] = err.status
             result["build"]["feedback"] = getattr(err, "feedback", [])
             raise
-        result["build"].update(status="built", copied=built.staged.copied,
-                               ignored=built.staged.ignored)
+        result["build"].update(status="built", copied=built.staged.copied, ignored=built.staged.ignored)
         result["warnings"] += [f"{name} was ignored: the {spec.name} lab only takes "
                                f"{', '.join(spec.files)}." for name in built.staged.ignored]
-        grade_built(result, config, spec, built.binary, tmp)
+        pending.binary = built.binary
+    except Exception as err:  # recorded now, reported by finish()
+        pending.error = err
+    return pending
+
+
+def finish(pending: Pending) -> dict:
+    """Run, check, time and score what begin() built (or report why it could not), clean up,
+    and return the complete result document."""
+    result, config = pending.result, pending.config
+    try:
+        if pending.error is not None:
+            raise pending.error
+        grade_built(result, config, pending.spec, pending.binary, pending.tmp)
     except NoDeviceError as err:
         result["score"] = None  # not a zero: nothing was graded
         _set_status(result, err.status, str(err))
@@ -355,12 +384,45 @@ def grade(config: Config, lab: str, folder: Path, seed: int | None = None) -> di
         _set_status(result, "error", f"The grader failed: {err!r}. This is not the student's fault.")
     finally:
         result["provenance"]["finished_at"] = _now()
-        if tmp is not None and not config.keep_temp:
-            shutil.rmtree(tmp, ignore_errors=True)
+        if pending.tmp is not None and not config.keep_temp:
+            shutil.rmtree(pending.tmp, ignore_errors=True)
     if result["status"] not in ("graded", "not_run") and result["score"] is None:
         result["score"] = {"correctness": 0.0, "correctness_max": 0.0, "performance": 0.0,
                            "performance_max": 0.0, "total": 0.0, "total_max": 0.0}
+    if result["status"] == "not_isolated":
+        result["score"] = None  # refused, not a zero
     return result
+
+
+def grade(config: Config, lab: str, folder: Path, seed: int | None = None,
+          allow_unisolated: bool = False) -> dict:
+    """Grade `folder`; always return a complete result document (never raise for a failure)."""
+    return finish(begin(config, lab, folder, seed, allow_unisolated))
+
+
+def grade_many(config: Config, lab: str, folders: list[Path], *, jobs: int | None = None,
+               allow_unisolated: bool = False, on_result=None) -> list[dict]:
+    """Grade several submissions: their builds side by side on the CPU cores, then their GPU
+    runs one at a time (timing needs the GPU alone). on_result(folder, result), when given,
+    sees each result as it is done."""
+    try:
+        build.ensure_official(config, labs.load_lab(config, lab))
+    except CudalabError:
+        pass  # each grade reports it in its own result
+    with ThreadPoolExecutor(max_workers=jobs or max(1, os.cpu_count() or 1)) as pool:
+        pending = list(pool.map(lambda f: begin(config, lab, f, allow_unisolated=allow_unisolated,
+                                                bring_official_up_to_date=False), folders))
+    results = []
+    for folder, item in zip(folders, pending):
+        results.append(finish(item))
+        if on_result is not None:
+            on_result(folder, results[-1])
+    return results
+
+
+class _NotIsolated(CudalabError):
+    exit_code = Cli.NOT_ISOLATED
+    status = "not_isolated"
 
 
 # --- the verb ---------------------------------------------------------------------------
@@ -371,11 +433,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="grading seed (default: chosen at random now)")
     parser.add_argument("--out", type=Path, help="where result.json and feedback.md go "
                         "(default <work dir>/<lab>/<submission name>/)")
+    parser.add_argument("--allow-unisolated", action="store_true",
+                        help="grade even where the student's code cannot be sandboxed; the result "
+                        "then says it is not an official grade")
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
-    result = grade(config, args.lab, args.folder, seed=args.seed)
-    out = args.out or config.work_dir / Path(args.lab).name / Path(args.folder).resolve().name
+    result = grade(config, args.lab, args.folder, seed=args.seed, allow_unisolated=args.allow_unisolated)
+    out = args.out or config.work_dir / Path(args.lab).name / build.safe_name(Path(args.folder))
     paths = report.write_outputs(out, result)
     if args.json:
         print(json.dumps(result, indent=2))

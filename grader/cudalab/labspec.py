@@ -2,7 +2,7 @@
 
 lab.toml is the one source of truth for a lab: its cases, tolerances, bench sizes,
 byte model, ladder and scoring. The C++ side never parses TOML; CMake runs
-``python3 -m cudalab.labspec emit-header lab.toml lab_spec.hpp`` at build time, so the
+``python3 -m cudalab.labspec emit-header lab.toml lab_spec.hpp`` at configure time, so the
 harness, the checker and the grader can never disagree about a case.
 
 This module uses the standard library only: CMake runs it before anything is installed.
@@ -368,15 +368,21 @@ inline const std::vector<labkit::OutputSpec> kOutputs = {{
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`emit-header LAB_TOML OUT_HPP` writes the generated header; `api-header LAB_TOML`
+    prints the name of the lab's student API header (CMake copies it into the lab's SDK)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if len(argv) != 3 or argv[0] != "emit-header":
-        print("usage: python3 -m cudalab.labspec emit-header LAB_TOML OUT_HPP", file=sys.stderr)
+    if not ((len(argv) == 3 and argv[0] == "emit-header") or (len(argv) == 2 and argv[0] == "api-header")):
+        print("usage: python3 -m cudalab.labspec emit-header LAB_TOML OUT_HPP\n"
+              "       python3 -m cudalab.labspec api-header LAB_TOML", file=sys.stderr)
         return 2
     try:
         spec = load(argv[1])
     except LabSpecError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if argv[0] == "api-header":
+        print(spec.api_header)
+        return 0
     text = emit_header(spec)
     out = Path(argv[2])
     out.parent.mkdir(parents=True, exist_ok=True)

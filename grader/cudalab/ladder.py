@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 import secrets
+import shutil
 import statistics
-import tempfile
 from pathlib import Path
 
 from . import build, console, labs
@@ -21,7 +21,7 @@ from .config import Config
 from .errors import GraderError
 from .exit_codes import Cli, Harness
 from .labspec import LabSpec
-from .sandbox import run_process
+from .runner import RUN, Runner, fresh_dir, read_untrusted_json
 
 SCHEMA = "cudalab.ladder/1"
 
@@ -39,33 +39,25 @@ def _implementation(spec: LabSpec, source: str) -> str:
     return labs.ladder_stems(spec)[Path(source).stem]
 
 
-def _run_rung(config: Config, spec: LabSpec, binary: Path, checker: Path, cases: list[str],
-              args: argparse.Namespace, seed: int, work: Path) -> dict:
-    """One rung over the bench cases: its own timings, and the checker's verdict per case."""
-    dump, run_json, verdict = work / "dump", work / "run.json", work / "verdict.json"
-    argv = [binary, "--bench", "--seed", str(seed), "--samples", str(args.samples),
-            "--warmup", str(args.warmup), "--dump", dump, "--no-self-check", "--json", run_json]
+def _run_rung(runner: Runner, binary: Path, cases: list[str], args: argparse.Namespace, seed: int) -> dict:
+    """One rung over the bench cases: its own timings, and the checker's verdict on the
+    sample it kept of each case (judged against that sample's own inputs)."""
+    argv = ["--bench", "--seed", seed, "--samples", args.samples, "--warmup", args.warmup,
+            "--dump", f"{RUN}/dump", "--json", f"{RUN}/run.json"]
     for case in cases:
         argv += ["--bench-case", case]
-    result = run_process(argv, timeout_s=config.process_timeout_s * max(1, len(cases)),
-                         output_cap_bytes=config.output_cap_bytes, cwd=work)
+    result, folder = runner.run(binary, argv, timeout_s=runner.config.process_timeout_s * max(1, len(cases)))
     if result.exit_code == Harness.NO_DEVICE:
         raise _NoDevice(result.stderr_head())
-    try:
-        produced = json.loads(run_json.read_text())
-    except (OSError, ValueError):
-        produced = {}
+    produced = read_untrusted_json(folder / "run.json") or {}
     verdicts: dict[str, dict] = {}
-    if dump.is_dir():
-        check_argv = [checker, "--seed", str(seed), "--dump", dump, "--verdict", verdict]
-        for case in cases:
-            check_argv += ["--bench-case", case]
-        checked = run_process(check_argv, timeout_s=config.process_timeout_s * max(1, len(cases)),
-                              output_cap_bytes=config.output_cap_bytes, cwd=work)
-        try:
-            verdicts = {c["name"]: c for c in json.loads(verdict.read_text())["cases"]}
-        except (OSError, ValueError, KeyError):
-            console.warn(f"the checker gave no verdict for {binary.name}: {checked.describe()}")
+    for entry in produced.get("bench", []):
+        sample_seed = entry.get("checked_sample_seed") if isinstance(entry, dict) else None
+        if isinstance(sample_seed, int):
+            try:
+                verdicts.update(runner.check(folder / "dump", sample_seed, bench_case=entry.get("name")))
+            except GraderError as err:
+                console.warn(f"the checker gave no verdict for {binary.name}: {err}")
     return {"result": result, "run": produced, "verdicts": verdicts}
 
 
@@ -106,16 +98,18 @@ def run_ladder(config: Config, spec: LabSpec, args: argparse.Namespace) -> dict:
                           f"(bench cases: {', '.join(known)}).")
     implementations = [_implementation(spec, r.source) for r in spec.ladder]
     build.ensure_official(config, spec, tuple(implementations) + ("checker",))
-    checker = labs.official_binary(config, spec.name, "checker")
     seed = args.seed if args.seed is not None else secrets.randbits(63)
 
     per_rung = []
-    config.temp_dir.mkdir(parents=True, exist_ok=True)
-    for rung, implementation in zip(spec.ladder, implementations):
-        console.info(f"{spec.name}: {rung.name} ({implementation})")
-        with tempfile.TemporaryDirectory(dir=config.temp_dir, prefix="ladder-") as tmp:
-            per_rung.append(_run_rung(config, spec, labs.official_binary(config, spec.name, implementation),
-                                      checker, cases, args, seed, Path(tmp)))
+    scratch = fresh_dir(config.temp_dir, "ladder")
+    try:
+        runner = Runner(config, spec, scratch)
+        for rung, implementation in zip(spec.ladder, implementations):
+            console.info(f"{spec.name}: {rung.name} ({implementation})")
+            per_rung.append(_run_rung(runner, runner.official(implementation), cases, args, seed))
+    finally:
+        if not config.keep_temp:
+            shutil.rmtree(scratch, ignore_errors=True)
 
     device = next((r["run"].get("device") for r in per_rung if r["run"].get("device")), None)
     table_cases = []

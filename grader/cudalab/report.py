@@ -21,6 +21,7 @@ STATUS_WORDS = {
     "compile_error": "did not compile",
     "submission_error": "hand-in rejected",
     "unknown_lab": "unknown lab",
+    "not_isolated": "not graded: no sandbox for the student's code here",
     "error": "grader error (not the student's fault)",
 }
 

@@ -1,15 +1,20 @@
-"""`cudalab run`: build (if needed) and run one implementation of a lab, and show its results.
+"""`cudalab run`: build (if needed) and run one implementation of a lab, and show the
+checker's verdict on each case (and, with --bench, the timings).
 
 TARGET is `solution`, `starter`, a ladder stem (e.g. `grid_stride`) or a submission folder.
-The exit status is the lab binary's (0 passed, 1 failed, 3 CUDA error, 5 timeout), except
-that "no CUDA device" is 23 and problems before the run are the CLI's codes (20-22, 24).
+The program runs in the sandbox where this machine has one (and says what is missing where
+it has not); its outputs are judged by the lab's trusted checker, exactly as in a grade.
+The exit status is 0 when every case passed, 1 when some failed, the lab binary's own code
+when it stopped early (3 CUDA error, 5 timeout, 6 internal), 23 when there is no CUDA
+device, and the CLI's codes (20-22, 24) for problems before the run.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from . import build, console, labs
@@ -17,18 +22,20 @@ from .config import Config
 from .errors import UsageError
 from .exit_codes import Cli, Harness
 from .labspec import LabSpec
-from .sandbox import ProcessResult, run_untrusted
+from .runner import RUN, Runner, fresh_dir, read_untrusted_json
+from .sandbox import ProcessResult
 
 
-def resolve_target(config: Config, spec: LabSpec, target: str) -> Path:
+def resolve_target(config: Config, spec: LabSpec, runner: Runner, target: str) -> Path:
     """The binary for TARGET, building what it needs first. An implementation name wins over
     a folder of the same name; write `./starter` to mean the folder."""
     implementations = {"solution": "solution", "starter": "starter", **labs.ladder_stems(spec)}
     if "/" not in target and target in implementations:
         implementation = implementations[target]
-        build.ensure_official(config, spec, (implementation,))
-        return labs.official_binary(config, spec.name, implementation)
+        build.ensure_official(config, spec, (implementation, "checker"))
+        return runner.official(implementation)
     if "/" in target or Path(target).is_dir():
+        build.ensure_official(config, spec)
         built = build.build_submission(config, spec, Path(target),
                                        build.submission_work_dir(config, spec.name, Path(target)))
         return built.binary
@@ -36,28 +43,40 @@ def resolve_target(config: Config, spec: LabSpec, target: str) -> Path:
                      f"folder or one of: {', '.join(sorted(implementations))}.")
 
 
-def exit_status(result: ProcessResult) -> int:
+def exit_status(result: ProcessResult, all_passed: bool) -> int:
     if result.exit_code == Harness.NO_DEVICE:
         return int(Cli.NO_DEVICE)
+    if result.exit_code == Harness.PASSED:
+        return int(Harness.PASSED if all_passed else Harness.FAILED)
     if result.exit_code in tuple(Harness):
         return result.exit_code
     return int(Harness.FAILED)  # a crash or a code the harness never uses
 
 
-def _show(run_json: dict | None, result: ProcessResult) -> None:
-    if run_json:
-        rows = [(c.get("name"), c.get("status"),
-                 "; ".join(o.get("message", "") for o in c.get("outputs", []) if o.get("status") != "passed"))
-                for c in run_json.get("cases", [])]
-        if rows:
-            console.table("Cases", ("case", "status", "first problem"), rows)
-        bench = [(b.get("name"), b.get("status"), f"{b.get('median_ms', 0):.4g}",
-                  f"{b.get('gbps', 0):.1f}", f"{100 * (b.get('fraction_of_baseline') or 0):.0f}%",
-                  f"{100 * (b.get('spread') or 0):.1f}%")
-                 for b in run_json.get("bench", [])]
-        if bench:
-            console.table("Benchmark", ("case", "status", "median ms", "GB/s", "of copy",
-                                        "spread"), bench)
+def _verdicts(runner: Runner, folder: Path, run_json: dict | None, seed: int, bench: bool) -> dict[str, dict]:
+    """The checker's verdict per case: for a bench run, each case's kept sample under the
+    seed of that sample."""
+    if not bench:
+        return runner.check(folder / "dump", seed)
+    verdicts = {}
+    for entry in (run_json or {}).get("bench", []):
+        sample_seed = entry.get("checked_sample_seed") if isinstance(entry, dict) else None
+        if isinstance(sample_seed, int):
+            verdicts.update(runner.check(folder / "dump", sample_seed, bench_case=entry.get("name")))
+    return verdicts
+
+
+def _show(run_json: dict | None, verdicts: dict[str, dict], result: ProcessResult, bench: bool) -> None:
+    if not bench and verdicts:
+        rows = [(name, v.get("status"), v.get("message", "") if v.get("status") != "passed" else "")
+                for name, v in verdicts.items()]
+        console.table("Cases (judged by the lab's checker)", ("case", "status", "first problem"), rows)
+    bench_rows = [(b.get("name"), (verdicts.get(b.get("name")) or {}).get("status", "not checked"),
+                   f"{b.get('median_ms', 0):.4g}", f"{b.get('gbps', 0):.1f}",
+                   f"{100 * (b.get('fraction_of_baseline') or 0):.0f}%", f"{100 * (b.get('spread') or 0):.1f}%")
+                  for b in (run_json or {}).get("bench", []) if isinstance(b, dict)]
+    if bench_rows:
+        console.table("Benchmark", ("case", "checked sample", "median ms", "GB/s", "of copy", "spread"), bench_rows)
     if result.exit_code == Harness.NO_DEVICE:
         console.warn("No CUDA device here: the program was built but could not run.")
     elif result.status not in ("passed", "failed"):
@@ -73,38 +92,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bench", action="store_true", help="time the bench cases")
     parser.add_argument("--case", action="append", default=[], metavar="NAME",
                         help="run only this case (with --bench: this bench case); repeatable")
-    parser.add_argument("--seed", type=int, help="input seed (the binary's default is 1)")
+    parser.add_argument("--seed", type=int, default=1, help="input seed (default 1)")
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
     spec = labs.load_lab(config, args.lab)
-    binary = resolve_target(config, spec, args.target)
-    argv: list = [binary]
-    if args.bench:
-        argv.append("--bench")
-    for name in args.case:
-        argv += ["--bench-case" if args.bench else "--case", name]
-    if args.seed is not None:
-        argv += ["--seed", args.seed]
-    config.temp_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="run-", dir=config.temp_dir) as tmp:
-        json_path = Path(tmp) / "run.json"
+    scratch = fresh_dir(config.temp_dir, "run")
+    try:
+        runner = Runner(config, spec, scratch)
+        if not runner.sandbox.isolation.official:
+            console.warn("Running without the sandbox a grade uses (" + "; ".join(runner.sandbox.isolation.missing)
+                         + "). Your results are the same; only the isolation differs.")
+        binary = resolve_target(config, spec, runner, args.target)
+        argv: list = ["--seed", args.seed, "--dump", f"{RUN}/dump", "--json", f"{RUN}/run.json"]
+        if args.bench:
+            argv.append("--bench")
+        for name in args.case:
+            argv += ["--bench-case" if args.bench else "--case", name]
         console.info(f"Running {binary.name}")
-        # The student's own run: their environment (CUDA_LAUNCH_BLOCKING, ...) is kept.
-        result = run_untrusted(argv + ["--json", json_path], config, scrub_env=False,
-                               network_isolation=False)
-        try:
-            run_json = json.loads(json_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            run_json = None
-    if args.json:
-        print(json.dumps({"schema": "cudalab.run-result/1", "lab": spec.name,
-                          "target": args.target, "binary": str(binary), "status": result.status,
-                          "exit_code": exit_status(result), "wall_s": round(result.wall_s, 4),
-                          "description": result.describe(), "stderr_head": result.stderr_head(20),
-                          "run": run_json}, indent=2))
-    else:
-        if not args.bench and result.stdout.strip() and not run_json:
-            console.text(result.stdout)
-        _show(run_json, result)
-    return exit_status(result)
+        # The student's own CUDA settings (CUDA_LAUNCH_BLOCKING, ...) reach the program.
+        env = {key: value for key, value in os.environ.items() if key.startswith("CUDA_")}
+        result, folder = runner.run(binary, argv, env=env)
+        run_json = read_untrusted_json(folder / "run.json")
+        verdicts = {}
+        if result.exit_code == Harness.PASSED:
+            console.info("Checking the outputs with the lab's checker")
+            verdicts = _verdicts(runner, folder, run_json, args.seed, args.bench)
+        all_passed = bool(verdicts) and all(v.get("status") == "passed" for v in verdicts.values())
+        if args.json:
+            print(json.dumps({"schema": "cudalab.run-result/1", "lab": spec.name, "target": args.target,
+                              "binary": str(binary), "status": result.status,
+                              "exit_code": exit_status(result, all_passed), "wall_s": round(result.wall_s, 4),
+                              "description": result.describe(), "stderr_head": result.stderr_head(20),
+                              "isolation": runner.sandbox.isolation.to_json(), "verdicts": verdicts,
+                              "run": run_json}, indent=2))
+        else:
+            if not args.bench and result.stdout.strip() and not verdicts:
+                console.text(result.stdout)
+            _show(run_json, verdicts, result, args.bench)
+        return exit_status(result, all_passed)
+    finally:
+        if not config.keep_temp:
+            shutil.rmtree(scratch, ignore_errors=True)

@@ -1,17 +1,33 @@
-"""Run a process under limits: wall clock, CPU, file size, output size; untrusted ones also in
-their own temp folder with a scrubbed environment and, where the machine allows, no network.
+"""Run processes under limits, and untrusted ones (student programs, the compile of student
+code, checkers that read untrusted files) inside a bubblewrap sandbox.
 
-What is and is not in force is recorded in every result (`isolation`), never implied.
+Threat model: the student's code is hostile. It may try to write or replace any file it can
+reach, read solutions or other students' files, leave processes behind (setsid included),
+fork-bomb, exhaust memory, use the network or flood its output. Inside the sandbox it sees a
+read-only /usr, a private /tmp and only the folders its caller binds under /cudalab; only its
+own run folder can be written; it has no network, its own PID namespace (nothing outlives the
+run), no capabilities, and runs as an unprivileged uid when the grader is root. Memory and
+process counts are limited through cgroup v2 where the machine allows it (RLIMIT_NPROC
+otherwise). Without bubblewrap, runs still work, unsandboxed, so students can run the labs on
+their own machines.
+
+What is and is not in force is recorded in every result (`Isolation`), never implied.
 """
 from __future__ import annotations
 
-import functools
+import dataclasses
+import errno
+import glob
+import json
 import os
+import posixpath
+import re
 import resource
+import secrets
 import shutil
 import signal
+import stat
 import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -19,11 +35,30 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .config import Config
+from .errors import GraderError
 from .exit_codes import Harness, harness_status
 
+INSIDE_ROOT = "/cudalab"
+"""Every caller-provided mount point lives under this folder inside the sandbox, so a bind can
+never cover the system view (/usr, /proc, /dev, ...)."""
+
+DEFAULT_INSIDE_PATH = "/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"
+
 _READ_CHUNK = 64 * 1024
-_KEPT_ENV = ("PATH", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")
-_UNSHARE = ["unshare", "--net", "--map-root-user"]
+_KEPT_ENV = ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")  # carried over from the grader if set
+_PIPE_GRACE_S = 1.0      # how long to wait for stdout/stderr to end after the process ended
+_KILL_GRACE_S = 2.0      # how long a killed sandbox gets to tear its PID namespace down
+_CGROUP_DRAIN_S = 5.0    # how long a killed cgroup gets to empty before it is left behind
+_PROBE_TIMEOUT_S = 30.0
+_PROBE_PROGRAM = "/usr/bin/true"
+_SYSTEM_ROOT_ENTRIES = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_BWRAP_BASE = ("--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+               "--clearenv")
+# Stops the program from making user namespaces of its own (kernel attack surface); bubblewrap
+# only allows it together with an explicit --unshare-user. Used where the probe shows it works.
+_BWRAP_NO_NESTED_USERNS = ("--unshare-user", "--disable-userns")
+_BWRAP_FAILED = 1        # bubblewrap's own exit code when it cannot set up or exec
+_INSTALL_HINT = "install it (apt-get install bubblewrap) or set CUDALAB_BWRAP"
 
 _SIGNAL_MEANING = {
     signal.SIGSEGV: "segmentation fault: the host code touched memory it does not own",
@@ -44,6 +79,14 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
+def format_bytes(count: int) -> str:
+    """16 GiB, 512 MiB, 1.5 GiB: the unit a person would pick."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= size:
+            return f"{count / size:.4g} {unit}"
+    return f"{count} bytes"
+
+
 @dataclass
 class ProcessResult:
     argv: list[str]
@@ -53,7 +96,9 @@ class ProcessResult:
     timeout_s: float
     stdout: str
     stderr: str
-    isolation: str = "none: trusted process"
+    isolation: str = "none: trusted process"   # Isolation.describe() for sandboxed runs
+    oom_killed: bool = False                   # the cgroup's OOM killer ended a process
+    memory_limit_bytes: int | None = None      # the memory limit in force, for the message
 
     @property
     def exit_code(self) -> int:
@@ -75,6 +120,11 @@ class ProcessResult:
 
     def describe(self) -> str:
         """What happened, in words a student can act on."""
+        if self.oom_killed:
+            limit = ("the memory limit" if self.memory_limit_bytes is None
+                     else f"the memory limit of {format_bytes(self.memory_limit_bytes)}")
+            return (f"the program was killed: it used more than {limit}; look for an "
+                    "allocation that grows with a loop or a size computed wrongly")
         if self.timed_out:
             return (f"the program was killed after {self.timeout_s:g} s (the wall-clock limit); "
                     "look for a loop that never ends or a kernel that never returns")
@@ -96,6 +146,94 @@ class ProcessResult:
         return "\n".join(self.stderr.strip().splitlines()[:lines])
 
 
+# --------------------------------------------------------------------------- what callers pass
+
+@dataclass(frozen=True)
+class Bind:
+    """A host file or folder seen inside the sandbox at `inside` (under /cudalab)."""
+
+    host: Path
+    inside: str
+    writable: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "host", Path(self.host))
+        if (not isinstance(self.inside, str) or not self.inside.startswith(INSIDE_ROOT + "/")
+                or posixpath.normpath(self.inside) != self.inside):
+            raise ValueError(f"The sandbox path {self.inside!r} for {self.host} must be a "
+                             f"normalised absolute path under {INSIDE_ROOT}/ (for example "
+                             f"{INSIDE_ROOT}/run), so that no bind can cover the system view.")
+
+    def to_host(self, text: str) -> str | None:
+        """`text` in host coordinates when it is this bind's inside path or lies below it."""
+        if text == self.inside:
+            return str(self.host)
+        if text.startswith(self.inside + "/"):
+            return str(self.host) + text[len(self.inside):]
+        return None
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float           # wall clock; past it every process of the run is killed
+    output_cap_bytes: int      # kept of stdout and of stderr each; the rest is read and dropped
+    memory_bytes: int | None   # cgroup v2 memory.max (+ memory.swap.max 0); None = no limit
+    pids: int                  # cgroup v2 pids.max; fallback RLIMIT_NPROC
+    file_size_bytes: int       # RLIMIT_FSIZE
+    cpu_time_factor: float     # RLIMIT_CPU = timeout * factor
+
+
+def run_limits(config: Config, timeout_s: float | None = None) -> Limits:
+    """Limits for one run of a lab binary or checker."""
+    return Limits(timeout_s=config.process_timeout_s if timeout_s is None else timeout_s,
+                  output_cap_bytes=config.output_cap_bytes,
+                  memory_bytes=config.run_memory_bytes or None,
+                  pids=config.run_pids,
+                  file_size_bytes=config.file_size_limit_bytes,
+                  cpu_time_factor=config.cpu_time_factor)
+
+
+def build_limits(config: Config) -> Limits:
+    """Limits for one compile of student code (nvcc runs several processes and needs more)."""
+    return Limits(timeout_s=config.build_timeout_s,
+                  output_cap_bytes=config.output_cap_bytes,
+                  memory_bytes=config.build_memory_bytes or None,
+                  pids=config.build_pids,
+                  file_size_bytes=config.file_size_limit_bytes,
+                  cpu_time_factor=config.cpu_time_factor)
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """What is in force around a run, recorded in every result."""
+
+    kind: str                  # "bubblewrap" or "none"
+    uid: int | None            # the child's uid outside the sandbox (None: the grader's own)
+    cgroup: bool               # cgroup v2 limits in force
+    in_force: tuple[str, ...]  # sentences
+    missing: tuple[str, ...]   # sentences: what is NOT in force, why, and how to get it
+
+    @property
+    def official(self) -> bool:
+        """Good enough for grades that count: a sandbox, and not a root-owned one."""
+        return self.kind == "bubblewrap" and (self.uid is not None or os.geteuid() != 0)
+
+    def describe(self) -> str:
+        head = "bubblewrap sandbox" if self.kind == "bubblewrap" else "no sandbox"
+        head += " (official)" if self.official else " (not official)"
+        text = f"{head}; in force: {'; '.join(self.in_force) or 'nothing'}"
+        if self.missing:
+            text += f"; missing: {'; '.join(self.missing)}"
+        return text
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "uid": self.uid, "cgroup": self.cgroup,
+                "official": self.official, "in_force": list(self.in_force),
+                "missing": list(self.missing)}
+
+
+# --------------------------------------------------------------------------- running a process
+
 class _CappedReader(threading.Thread):
     """Drains a pipe to its end (so the child never blocks) and keeps the first `cap` bytes."""
 
@@ -116,7 +254,7 @@ class _CappedReader(threading.Thread):
             pass
 
     def text(self) -> str:
-        body = self.kept.decode("utf-8", errors="replace")
+        body = bytes(self.kept).decode("utf-8", errors="replace")
         if self.cut:
             body += f"\n[output cut at {self.cap // 1024} KiB]\n"
         return body
@@ -129,96 +267,825 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def run_process(argv: Sequence[str], *, timeout_s: float, output_cap_bytes: int,
-                cwd: Path | None = None, env: dict[str, str] | None = None,
-                preexec_fn: Callable[[], None] | None = None,
-                isolation: str = "none: trusted process") -> ProcessResult:
-    """Run argv in a new session; on time-out kill its whole process group. Never raises for
-    the child's own failures: a program that cannot start is reported as exit 127."""
-    argv = [str(a) for a in argv]
+@dataclass
+class _Finished:
+    returncode: int
+    timed_out: bool
+    wall_s: float
+    stdout: str
+    stderr: str
+
+
+def _supervise(argv: list[str], *, timeout_s: float, output_cap_bytes: int,
+               cwd: Path | str | None, env: dict[str, str] | None,
+               preexec_fn: Callable[[], None] | None, pass_fds: Sequence[int] = (),
+               on_timeout: Callable[[], None] | None = None,
+               during: Callable[[], bool] | None = None) -> _Finished:
+    """Start argv in a new session, drain its output, enforce the wall clock. Raises OSError
+    when it cannot start. `pass_fds` are closed here once the child holds them. `during`,
+    when given, runs while the program does (the grader talks to it over descriptors it
+    passed); it returns False to have the program stopped at once."""
     start = time.perf_counter()
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True, preexec_fn=preexec_fn)
-    except OSError as err:
-        return ProcessResult(argv, 127, False, time.perf_counter() - start, timeout_s, "",
-                             f"could not start {argv[0]}: {err.strerror}\n", isolation)
+                                start_new_session=True, preexec_fn=preexec_fn,
+                                pass_fds=tuple(pass_fds))
+    finally:
+        for fd in pass_fds:
+            os.close(fd)
     readers = [_CappedReader(proc.stdout, output_cap_bytes),
                _CappedReader(proc.stderr, output_cap_bytes)]
     for reader in readers:
         reader.start()
     timed_out = False
+    failure: BaseException | None = None
     try:
-        proc.wait(timeout=timeout_s)
+        stop_now = during is not None and not during()
+    except BaseException as err:  # a grader bug: stop the program, then let it surface
+        stop_now, failure = True, err
+    try:
+        if stop_now:
+            raise subprocess.TimeoutExpired(argv, 0)
+        proc.wait(timeout=max(0.0, timeout_s - (time.perf_counter() - start)))
     except subprocess.TimeoutExpired:
-        timed_out = True
+        timed_out = not stop_now
+        if on_timeout is not None:
+            # A gentler end first (for bubblewrap: kill the namespace's init, which waits for
+            # every process in it to die), so that nothing is left when we return.
+            on_timeout()
+            try:
+                proc.wait(timeout=_KILL_GRACE_S)
+            except subprocess.TimeoutExpired:
+                pass
         _kill_group(proc.pid)
         proc.wait()
     wall_s = time.perf_counter() - start
     _kill_group(proc.pid)  # leftovers (background children) die with their parent
+    # A leftover that left the process group may still hold the pipes; what it writes after
+    # the main process ended is not worth waiting for.
+    deadline = time.monotonic() + _PIPE_GRACE_S
     for reader in readers:
-        reader.join(timeout=5)
-    return ProcessResult(argv, proc.returncode, timed_out, wall_s, timeout_s,
-                         readers[0].text(), readers[1].text(), isolation)
+        reader.join(timeout=max(0.0, deadline - time.monotonic()))
+    if failure is not None:
+        raise failure
+    return _Finished(proc.returncode, timed_out, wall_s, readers[0].text(), readers[1].text())
 
 
-@functools.cache
-def network_isolation_available() -> bool:
-    """True when `unshare --net --map-root-user true` works on this machine."""
-    if shutil.which("unshare") is None:
-        return False
+def run_process(argv: Sequence[str], *, timeout_s: float, output_cap_bytes: int,
+                cwd: Path | None = None, env: dict[str, str] | None = None,
+                preexec_fn: Callable[[], None] | None = None,
+                isolation: str = "none: trusted process") -> ProcessResult:
+    """Run a trusted process (CMake of the official tree, ...) in a new session; on time-out
+    kill its whole process group. Never raises for the child's own failures: a program that
+    cannot start is reported as exit 127."""
+    argv = [str(a) for a in argv]
+    start = time.perf_counter()
     try:
-        done = subprocess.run(_UNSHARE + ["true"], capture_output=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
+        done = _supervise(argv, timeout_s=timeout_s, output_cap_bytes=output_cap_bytes,
+                          cwd=cwd, env=env, preexec_fn=preexec_fn)
+    except OSError as err:
+        return ProcessResult(argv, 127, False, time.perf_counter() - start, timeout_s, "",
+                             f"could not start {argv[0]}: {err.strerror}\n", isolation)
+    return ProcessResult(argv, done.returncode, done.timed_out, done.wall_s, timeout_s,
+                         done.stdout, done.stderr, isolation)
 
 
 def scrubbed_env(home: Path, parent: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of an unsandboxed untrusted run: PATH, the CUDA variables, a UTF-8
+    locale, and HOME and TMPDIR pointing at the run's own folder."""
     parent = os.environ if parent is None else parent
-    env = {key: parent[key] for key in _KEPT_ENV if key in parent}
+    env = {key: parent[key] for key in ("PATH", *_KEPT_ENV) if key in parent}
     env.setdefault("PATH", "/usr/bin:/bin")
     env.update(LANG="C.UTF-8", LC_ALL="C.UTF-8", HOME=str(home), TMPDIR=str(home))
     return env
 
 
-def _limits(timeout_s: float, cpu_time_factor: float, fsize_bytes: int) -> Callable[[], None]:
-    cpu_s = max(1, int(timeout_s * cpu_time_factor + 0.999))
+# --------------------------------------------------------------------------- limits in the child
 
-    def bounded(limit_kind: int, soft: int, hard: int) -> None:
-        _, current_hard = resource.getrlimit(limit_kind)
-        if current_hard != resource.RLIM_INFINITY:
-            soft, hard = min(soft, current_hard), min(hard, current_hard)
-        resource.setrlimit(limit_kind, (soft, hard))
-
-    def apply() -> None:  # runs in the child between fork and exec
-        bounded(resource.RLIMIT_CORE, 0, 0)
-        bounded(resource.RLIMIT_FSIZE, fsize_bytes, fsize_bytes)
-        bounded(resource.RLIMIT_CPU, cpu_s, cpu_s + 1)
-    return apply
+def _bounded(kind: int, soft: int, hard: int) -> tuple[int, int, int]:
+    """(kind, soft, hard), never above the hard limit the grader already has."""
+    _, current_hard = resource.getrlimit(kind)
+    if current_hard != resource.RLIM_INFINITY:
+        soft, hard = min(soft, current_hard), min(hard, current_hard)
+    return kind, soft, hard
 
 
-def run_untrusted(argv: Sequence[str], config: Config, *, network_isolation: bool | None = None,
-                  timeout_s: float | None = None, scrub_env: bool = True) -> ProcessResult:
-    """Run a student (or lab) binary: own temp folder as cwd and HOME, scrubbed environment,
-    wall-clock/CPU/file-size/output limits, no network where `unshare` allows it."""
-    timeout_s = config.process_timeout_s if timeout_s is None else timeout_s
-    wanted = config.network_isolation if network_isolation is None else network_isolation
-    if not wanted:
-        isolation, prefix = "none: network isolation turned off", []
-    elif network_isolation_available():
-        isolation, prefix = "network namespace (unshare --net --map-root-user)", _UNSHARE + ["--"]
-    else:
-        isolation, prefix = "none: unshare unavailable", []
-    config.temp_dir.mkdir(parents=True, exist_ok=True)
-    home = Path(tempfile.mkdtemp(prefix="sandbox-", dir=config.temp_dir))
+def _rlimits(limits: Limits, nproc: int | None) -> list[tuple[int, int, int]]:
+    # Never RLIMIT_AS: CUDA reserves huge address ranges, and a 4 GiB limit broke a trivial
+    # CUDA program. Memory is limited by the cgroup instead.
+    cpu_s = max(1, int(limits.timeout_s * limits.cpu_time_factor + 0.999))
+    chosen = [_bounded(resource.RLIMIT_CORE, 0, 0),
+              _bounded(resource.RLIMIT_FSIZE, limits.file_size_bytes, limits.file_size_bytes),
+              _bounded(resource.RLIMIT_CPU, cpu_s, cpu_s + 1)]
+    if nproc is not None:
+        chosen.append(_bounded(resource.RLIMIT_NPROC, nproc, nproc))
+    return chosen
+
+
+def _tasks_of(uid: int) -> int:
+    """Processes and threads whose real uid is `uid`: what RLIMIT_NPROC counts against."""
+    count = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/status", encoding="ascii", errors="replace") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+            if int(fields["Uid"].split()[0]) == uid:
+                count += int(fields.get("Threads", "1").strip())
+        except (OSError, KeyError, ValueError):
+            continue  # it ended while we looked
+    return count
+
+
+def _child_setup(rlimits: list[tuple[int, int, int]], cgroup_procs: str | None,
+                 uid: int | None) -> Callable[[], None]:
+    """What the child does between fork and exec. Order matters: joining the cgroup needs the
+    grader's privileges, RLIMIT_NPROC must be set before setuid (which checks it), and the
+    uid goes last. Only plain os calls here: the grader may have other threads."""
+    def setup() -> None:
+        if cgroup_procs is not None:
+            fd = os.open(cgroup_procs, os.O_WRONLY)
+            try:
+                os.write(fd, b"0")
+            finally:
+                os.close(fd)
+        for kind, soft, hard in rlimits:
+            resource.setrlimit(kind, (soft, hard))
+        if uid is not None:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+    return setup
+
+
+# --------------------------------------------------------------------------- cgroup v2
+
+def _unescape_mountinfo(text: str) -> str:
+    """mountinfo writes space, tab, newline and backslash as octal escapes (\\040 ...)."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), text)
+
+
+def cgroup2_mounts(mountinfo: str) -> list[tuple[str, str]]:
+    """(root inside the hierarchy, mount point) of every cgroup2 mount in /proc/self/mountinfo."""
+    mounts = []
+    for line in mountinfo.splitlines():
+        left, sep, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if sep and len(fields) >= 5 and tail and tail[0] == "cgroup2":
+            mounts.append((_unescape_mountinfo(fields[3]), _unescape_mountinfo(fields[4])))
+    return mounts
+
+
+def own_cgroup2_path(proc_cgroup: str) -> str | None:
+    """The cgroup v2 path in /proc/self/cgroup (the "0::/path" line), or None under v1 only."""
+    for line in proc_cgroup.splitlines():
+        hierarchy, _, rest = line.partition(":")
+        controllers, sep, path = rest.partition(":")
+        if hierarchy == "0" and sep and controllers == "":
+            return path
+    return None
+
+
+def locate_cgroup2(mountinfo: str, proc_cgroup: str) -> tuple[Path | None, str]:
+    """The folder of this process's cgroup v2, or None and why there is none."""
+    path = own_cgroup2_path(proc_cgroup)
+    if path is None:
+        return None, "/proc/self/cgroup has no cgroup v2 entry (this machine uses cgroup v1 only)"
+    mounts = cgroup2_mounts(mountinfo)
+    if not mounts:
+        return None, "no cgroup2 file system is mounted"
+    for root, mount_point in mounts:
+        if path == root or path.startswith(root.rstrip("/") + "/"):
+            return Path(mount_point) / path[len(root):].lstrip("/"), ""
+    return None, (f"no cgroup2 mount shows this process's cgroup {path} "
+                  f"(mounted: {', '.join(m for _, m in mounts)})")
+
+
+_CONTROLLERS = ("memory", "pids")
+
+
+def _write(path: Path, text: str) -> None:
+    with open(path, "w", encoding="ascii") as f:
+        f.write(text)
+
+
+def _enable_controllers(folder: Path, controllers: Sequence[str], mount_point: Path) -> tuple[Path | None, str]:
+    """Where runs can get cgroups of their own with `controllers` on: `folder` itself (its
+    children), else a sibling of it (its parent already passes the controllers down, or
+    `folder` would not offer them), else `folder` after moving the grader into a leaf.
+    Returns (that folder, '') or (None, why not)."""
+    wanted = " ".join(f"+{c}" for c in controllers)
+    if set(controllers) <= set((folder / "cgroup.subtree_control").read_text().split()):
+        return folder, ""
     try:
-        env = scrubbed_env(home) if scrub_env else None
-        return run_process(prefix + list(argv), timeout_s=timeout_s,
-                           output_cap_bytes=config.output_cap_bytes, cwd=home, env=env,
-                           preexec_fn=_limits(timeout_s, config.cpu_time_factor,
-                                              config.file_size_limit_bytes),
-                           isolation=isolation)
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+        _write(folder / "cgroup.subtree_control", wanted)
+        return folder, ""
+    except OSError as err:
+        if err.errno != errno.EBUSY:
+            return None, f"could not enable {wanted} in {folder}/cgroup.subtree_control: {err.strerror}"
+    # cgroup v2 lets a cgroup with processes of its own have no controllers for its children
+    # (the no-internal-processes rule). Its parent passes them down already, so runs can be
+    # its siblings, which disturbs no process; failing that, move the grader into a leaf.
+    parent = folder.parent
+    if (folder != mount_point and os.access(parent, os.W_OK)
+            and set(controllers) <= set((parent / "cgroup.subtree_control").read_text().split())):
+        return parent, ""
+    leaf = folder / "cudalab-grader"
+    try:
+        leaf.mkdir(exist_ok=True)
+        _write(leaf / "cgroup.procs", str(os.getpid()))
+        _write(folder / "cgroup.subtree_control", wanted)
+        return folder, ""
+    except OSError as err:
+        try:  # it did not help: leave the grader where it was
+            _write(folder / "cgroup.procs", str(os.getpid()))
+            leaf.rmdir()
+        except OSError:
+            pass
+        return None, (f"could not enable {wanted} in {folder} even after moving the grader into "
+                      f"{leaf} ({err.strerror}): other processes share the grader's cgroup; start "
+                      "the grader in a cgroup of its own (e.g. systemd-run --scope -p Delegate=yes)")
+
+
+@dataclass(frozen=True)
+class _Cgroups:
+    """What cgroup v2 can do for the runs here."""
+
+    parent: Path | None           # where each run gets its own cgroup; None: no cgroup v2 use
+    controllers: tuple[str, ...]  # of memory and pids, those in force
+    reason: str                   # why the others (or all of them) are not
+
+
+def _prepare_cgroup2(mountinfo: str | None = None, proc_cgroup: str | None = None) -> _Cgroups:
+    """Find the grader's cgroup v2 and make it able to limit its runs' memory and processes,
+    as far as the machine allows; say why not where it does not."""
+    try:
+        mountinfo = Path("/proc/self/mountinfo").read_text() if mountinfo is None else mountinfo
+        proc_cgroup = Path("/proc/self/cgroup").read_text() if proc_cgroup is None else proc_cgroup
+    except OSError as err:
+        return _Cgroups(None, (), f"could not read /proc/self: {err.strerror}")
+    folder, why = locate_cgroup2(mountinfo, proc_cgroup)
+    if folder is None:
+        return _Cgroups(None, (), why)
+    mount_point = next(Path(m) for _, m in cgroup2_mounts(mountinfo)
+                       if folder == Path(m) or Path(m) in folder.parents)
+    try:
+        offered = (folder / "cgroup.controllers").read_text().split()
+    except OSError as err:
+        return _Cgroups(None, (), f"could not read {folder}/cgroup.controllers: {err.strerror}")
+    usable = tuple(c for c in _CONTROLLERS if c in offered)
+    lacking = [c for c in _CONTROLLERS if c not in offered]
+    lacking_reason = ""
+    if lacking:
+        them = "them" if len(lacking) > 1 else "it"
+        lacking_reason = (f"{folder} does not offer the {' and '.join(lacking)} controller"
+                          f"{'s' if len(lacking) > 1 else ''}: a parent cgroup does not pass "
+                          f"{them} down, or this machine keeps {them} in cgroup v1")
+    if not usable:
+        return _Cgroups(None, (), lacking_reason)
+    if not os.access(folder, os.W_OK):
+        return _Cgroups(None, (), f"{folder} is not writable by uid {os.geteuid()}: run the "
+                        "grader as root or in a cgroup delegated to its user")
+    folder, why = _enable_controllers(folder, usable, mount_point)
+    if folder is None:
+        return _Cgroups(None, (), why)
+    probe = folder / f"cudalab-probe-{secrets.token_hex(4)}"
+    try:
+        probe.mkdir()
+        try:
+            missing = [c for c in usable
+                       if c not in (probe / "cgroup.controllers").read_text().split()]
+            if missing:
+                return _Cgroups(None, (), f"a child cgroup of {folder} lacks "
+                                f"{' and '.join(missing)}")
+        finally:
+            probe.rmdir()
+    except OSError as err:
+        return _Cgroups(None, (), f"could not create a test cgroup in {folder}: {err.strerror}")
+    return _Cgroups(folder, usable, lacking_reason)
+
+
+class _RunCgroup:
+    """One run's cgroup: its limits, its kill switch, and the OOM record read at the end."""
+
+    def __init__(self, cgroups: _Cgroups, limits: Limits):
+        self.path = cgroups.parent / f"cudalab-run-{secrets.token_hex(6)}"
+        try:
+            self.path.mkdir()
+            if "memory" in cgroups.controllers:
+                if limits.memory_bytes is not None:
+                    _write(self.path / "memory.max", str(limits.memory_bytes))
+                    if (self.path / "memory.swap.max").exists():  # absent without swap accounting
+                        _write(self.path / "memory.swap.max", "0")
+                if (self.path / "memory.oom.group").exists():
+                    _write(self.path / "memory.oom.group", "1")  # an OOM ends the whole run
+            if "pids" in cgroups.controllers:
+                _write(self.path / "pids.max", str(limits.pids))
+        except OSError as err:
+            self._remove()
+            raise GraderError(f"Could not set up the cgroup {self.path} for a sandboxed run: "
+                              f"{err.strerror}.") from None
+
+    @property
+    def procs_file(self) -> str:
+        return str(self.path / "cgroup.procs")
+
+    def kill(self) -> None:
+        """SIGKILL every process in the cgroup, including ones that left the process group."""
+        try:
+            if (self.path / "cgroup.kill").exists():  # Linux 5.14 and later
+                _write(self.path / "cgroup.kill", "1")
+                return
+            for pid in (self.path / "cgroup.procs").read_text().split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        except OSError:
+            pass
+
+    def _populated(self) -> bool:
+        try:
+            for line in (self.path / "cgroup.events").read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "populated":
+                    return value.strip() != "0"
+        except OSError:
+            return False
+        return False
+
+    def oom_killed(self) -> bool:
+        try:
+            for line in (self.path / "memory.events").read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value) > 0
+        except (OSError, ValueError):
+            pass
+        return False
+
+    def _remove(self) -> None:
+        try:
+            self.path.rmdir()
+        except OSError:
+            pass
+
+    def close(self) -> bool:
+        """Kill what is left, wait until the cgroup is empty, remove it. True if the OOM
+        killer struck during the run."""
+        deadline = time.monotonic() + _CGROUP_DRAIN_S
+        self.kill()
+        while self._populated() and time.monotonic() < deadline:
+            time.sleep(0.01)
+            self.kill()
+        oom = self.oom_killed()
+        self._remove()
+        return oom
+
+
+# --------------------------------------------------------------------------- the sandbox
+
+def _system_view() -> list[str]:
+    """A read-only view of what programs and compilers need, and nothing else from /etc or
+    /home. /usr/local/nvidia and /usr/local/cuda come along with /usr."""
+    view = ["--ro-bind", "/usr", "/usr"]
+    for entry in _SYSTEM_ROOT_ENTRIES:
+        if os.path.islink(entry):  # merged /usr: /lib -> usr/lib
+            view += ["--symlink", os.readlink(entry), entry]
+        elif os.path.isdir(entry):
+            view += ["--ro-bind", entry, entry]
+    view += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
+             "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",  # cc, c++ and friends
+             "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    return view
+
+
+def _gpu_view() -> list[str]:
+    """What the CUDA driver needs: /sys (read-only) and the NVIDIA character devices."""
+    view = ["--ro-bind", "/sys", "/sys"]
+    for device in sorted(glob.glob("/dev/nvidia*") + glob.glob("/dev/nvidia-caps/*")):
+        try:
+            if stat.S_ISCHR(os.stat(device).st_mode):
+                view += ["--dev-bind", device, device]
+        except OSError:
+            continue
+    return view
+
+
+def _permits(st: os.stat_result, uid: int, gid: int, bits: int) -> bool:
+    if st.st_uid == uid:
+        mode = st.st_mode >> 6
+    elif st.st_gid == gid:
+        mode = st.st_mode >> 3
+    else:
+        mode = st.st_mode
+    return mode & bits == bits
+
+
+def _unreachable_reason(host: Path, uid: int, *, itself: bool = True) -> str:
+    """'' if uid `uid` (gid the same) can reach `host` and, with `itself`, read it; else a
+    sentence why not. bubblewrap resolves bind sources as the user it runs as (an fd opened
+    by the grader does not help: bubblewrap 0.8 resolves it back to its path), so every
+    folder above counts."""
+    real = Path(os.path.realpath(host))
+    for folder in reversed(real.parents):
+        st = os.stat(folder)
+        if not _permits(st, uid, uid, 0o1):
+            return (f"uid {uid} (the sandbox user) cannot reach {host}: the folder {folder} "
+                    f"(mode {stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid}) does not let "
+                    "it pass. Keep grading folders where that user can reach them (every folder "
+                    "above needs o+x), or set CUDALAB_SANDBOX_UID to a user who can")
+    if not itself:
+        return ""
+    st = os.stat(real)
+    needed = 0o5 if stat.S_ISDIR(st.st_mode) else 0o4
+    if not _permits(st, uid, uid, needed):
+        return (f"uid {uid} (the sandbox user) cannot read {host} (mode "
+                f"{stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid}); make it readable "
+                "by others")
+    return ""
+
+
+def _chown_tree(top: Path, uid: int) -> None:
+    """Hand the run's writable folder to the sandbox user; never follow links it holds."""
+    os.chown(top, uid, uid, follow_symlinks=False)
+    for folder, dirs, files in os.walk(top):
+        for name in dirs + files:
+            os.chown(os.path.join(folder, name), uid, uid, follow_symlinks=False)
+
+
+def _status_documents(raw: bytes) -> list[dict]:
+    """bubblewrap's --json-status-fd output: one JSON object per line."""
+    documents = []
+    for line in raw.decode("utf-8", errors="replace").splitlines():
+        try:
+            documents.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return documents
+
+
+def _status_value(raw: bytes, key: str) -> int | None:
+    for document in _status_documents(raw):
+        if isinstance(document.get(key), int):
+            return document[key]
+    return None
+
+
+def _one_line(text: str) -> str:
+    return " / ".join(line.strip() for line in text.strip().splitlines() if line.strip())
+
+
+def _find_bwrap(config: Config) -> tuple[str | None, str]:
+    if config.bwrap:
+        if os.path.isfile(config.bwrap) and os.access(config.bwrap, os.X_OK):
+            return config.bwrap, ""
+        return None, (f"bubblewrap not found at {config.bwrap} (set by CUDALAB_BWRAP): point it "
+                      "at the bwrap program, or leave it empty to search PATH")
+    found = shutil.which("bwrap")
+    if found:
+        return found, ""
+    staged = Path(config.root) / ".deps" / "bwrap" / "usr" / "bin" / "bwrap"
+    if staged.is_file() and os.access(staged, os.X_OK):
+        return str(staged), ""
+    return None, f"bubblewrap not found: {_INSTALL_HINT}"
+
+
+def _probe_bwrap(bwrap: str, options: Sequence[str], uid: int | None) -> str:
+    """Run /usr/bin/true under the full option set; '' if it worked, else bubblewrap's words."""
+    argv = [bwrap, *options, *_system_view(), "--remount-ro", "/", "--", _PROBE_PROGRAM]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=_PROBE_TIMEOUT_S, check=False,
+                              env={"PATH": "/usr/bin:/bin"}, cwd="/",
+                              preexec_fn=_child_setup([], None, uid))
+    except subprocess.TimeoutExpired:
+        return f"{bwrap} did not finish within {_PROBE_TIMEOUT_S:g} s"
+    except (OSError, subprocess.SubprocessError) as err:
+        return f"could not start {bwrap}: {err}"
+    if done.returncode == 0:
+        return ""
+    said = _one_line(done.stderr.decode("utf-8", errors="replace"))
+    return said or f"{bwrap} exited with code {done.returncode}"
+
+
+@dataclass(frozen=True)
+class _Bubblewrap:
+    """The bubblewrap set-up the probe found to work here."""
+
+    program: str
+    options: tuple[str, ...]
+    uid: int | None       # the uid it runs as; None: the grader's own
+    missing: tuple[str, ...]  # what the better set-ups it tried first could not do, and why
+
+
+def _choose_bubblewrap(config: Config) -> tuple[_Bubblewrap | None, str]:
+    """The best set-up that runs /usr/bin/true here, or None and why none does."""
+    program, not_found = _find_bwrap(config)
+    if program is None:
+        return None, not_found
+    as_root = os.geteuid() == 0
+    # Best first: as the unprivileged uid with no nested user namespaces; then without that
+    # extra; as root (capabilities dropped) only where the uid switch cannot work at all.
+    failures: list[tuple[int | None, bool, str]] = []
+    for uid in ([config.sandbox_uid, None] if as_root else [None]):
+        for extra in (_BWRAP_NO_NESTED_USERNS, ()):
+            said = _probe_bwrap(program, _BWRAP_BASE + extra, uid)
+            if said:
+                who = f"as uid {uid}" if uid is not None else "as the grader's own user"
+                tried = " ".join(_BWRAP_BASE + extra)
+                failures.append((uid, bool(extra), f"{tried} {who}: {said}"))
+                continue
+            missing = []
+            if as_root and uid is None:
+                missing.append(f"could not run bubblewrap as uid {config.sandbox_uid} ("
+                               + "; ".join(f for u, _, f in failures if u is not None)
+                               + "): the program runs as root, with all capabilities dropped; "
+                               "let unprivileged users create user namespaces (sysctl "
+                               "kernel.unprivileged_userns_clone=1 or user.max_user_namespaces)")
+            if not extra:
+                said = next((f for u, nested, f in failures if u == uid and nested), "")
+                missing.append("the program may create user namespaces of its own: bubblewrap "
+                               f"refused --disable-userns ({said})")
+            return _Bubblewrap(program, _BWRAP_BASE + extra, uid, tuple(missing)), ""
+    return None, (f"bubblewrap at {program} cannot create a sandbox here ("
+                  + "; ".join(f for _, _, f in failures) + "); runs go unsandboxed")
+
+
+_ENVIRONMENT_SENTENCE = ("scrubbed environment: only PATH, HOME, TMPDIR, LANG, LC_ALL, "
+                         "CUDA_VISIBLE_DEVICES, LD_LIBRARY_PATH and the caller's variables")
+_CGROUP_SENTENCE = "cgroup v2 per run"        # isolation_for() puts the numbers in
+_NPROC_SENTENCE = "RLIMIT_NPROC per run"
+
+
+def _describe_isolation(bubblewrap: _Bubblewrap | None, not_sandboxed: str,
+                        cgroups: _Cgroups) -> Isolation:
+    as_root = os.geteuid() == 0
+    if bubblewrap is None:
+        child_is_root = as_root
+        in_force = ["wall-clock limit (the process group is killed on time-out), RLIMIT_CPU, "
+                    "RLIMIT_FSIZE, no core dumps, stdout and stderr capped",
+                    _ENVIRONMENT_SENTENCE]
+        missing = [not_sandboxed,
+                   "no file-system isolation: the program can read and write whatever the "
+                   "grading user can",
+                   "no network isolation"]
+        if cgroups.parent is None:
+            missing.append("processes that start their own session (setsid) can outlive the run")
+    else:
+        child_is_root = as_root and bubblewrap.uid is None
+        if bubblewrap.uid is not None:
+            who = f"runs as uid {bubblewrap.uid}"
+        else:
+            who = "runs as root (uid 0)" if as_root else f"runs as the grader's uid {os.getuid()}"
+        if _BWRAP_NO_NESTED_USERNS[-1] in bubblewrap.options:
+            who += ", no nested user namespaces"
+        in_force = ["read-only view of /usr (with /usr/local/cuda), the system library links, "
+                    "/etc/ld.so.cache, /etc/alternatives and the caller's binds under "
+                    f"{INSIDE_ROOT}; only the run's folder and binds marked writable can be "
+                    "written; private /tmp",
+                    "no network (own network namespace, loopback only)",
+                    "own PID namespace: every process ends with the run",
+                    f"{who}, all capabilities dropped, no new privileges",
+                    _ENVIRONMENT_SENTENCE,
+                    "wall-clock limit (the whole sandbox is killed on time-out), RLIMIT_CPU, "
+                    "RLIMIT_FSIZE, no core dumps, stdout and stderr capped"]
+        missing = list(bubblewrap.missing)
+    if cgroups.parent is not None:
+        in_force.append(f"{_CGROUP_SENTENCE}: {' and '.join(cgroups.controllers)} limits, "
+                        "every process killed at the end")
+    if "memory" not in cgroups.controllers:
+        missing.append(f"no memory limit: cgroup v2 is not usable for it here ({cgroups.reason})")
+    if "pids" not in cgroups.controllers:
+        if child_is_root:
+            missing.append("no process-count limit: RLIMIT_NPROC does not bind root, and cgroup "
+                           f"v2 is not usable for it here ({cgroups.reason})")
+        else:
+            lacking = "cgroup v2" if cgroups.parent is None else "cgroup v2 pids controller"
+            in_force.append(f"{_NPROC_SENTENCE} (no {lacking} here: {cgroups.reason})")
+    return Isolation(kind="none" if bubblewrap is None else "bubblewrap",
+                     uid=None if bubblewrap is None else bubblewrap.uid,
+                     cgroup=cgroups.parent is not None, in_force=tuple(in_force),
+                     missing=tuple(missing))
+
+
+_detected: dict[tuple, "Sandbox"] = {}
+_detect_lock = threading.Lock()
+
+
+class Sandbox:
+    """Runs untrusted processes. Get one with `Sandbox.detect(config)`, which probes the
+    machine once per process; `isolation` says what its runs get."""
+
+    def __init__(self, bubblewrap: _Bubblewrap | None, cgroups: _Cgroups, isolation: Isolation):
+        self.isolation = isolation
+        self._bubblewrap = bubblewrap
+        self._cgroups = cgroups
+
+    @classmethod
+    def detect(cls, config: Config) -> "Sandbox":
+        key = (config.bwrap, config.sandbox_uid, str(config.root), os.geteuid())
+        with _detect_lock:
+            if key not in _detected:
+                cgroups = _prepare_cgroup2()
+                bubblewrap, not_sandboxed = _choose_bubblewrap(config)
+                _detected[key] = cls(bubblewrap, cgroups,
+                                     _describe_isolation(bubblewrap, not_sandboxed, cgroups))
+            return _detected[key]
+
+    # ----------------------------------------------------------------------- one run
+
+    def _child_uid(self) -> int:
+        return self.isolation.uid if self.isolation.uid is not None else os.geteuid()
+
+    def _nproc(self, limits: Limits) -> int | None:
+        """RLIMIT_NPROC where cgroup v2 cannot count processes. It counts every process of the
+        user, so it allows what that user has now plus the run's share. Root ignores it."""
+        if "pids" in self._cgroups.controllers or self._child_uid() == 0:
+            return None
+        return _tasks_of(self._child_uid()) + limits.pids
+
+    def _run_cgroup(self, limits: Limits) -> _RunCgroup | None:
+        return _RunCgroup(self._cgroups, limits) if self._cgroups.parent is not None else None
+
+    def isolation_for(self, limits: Limits) -> Isolation:
+        """`isolation` with the limits of one run in numbers."""
+        def with_numbers(sentence: str) -> str:
+            if sentence.startswith(_CGROUP_SENTENCE):
+                parts = []
+                if "memory" in self._cgroups.controllers:
+                    parts.append("no memory.max" if limits.memory_bytes is None else
+                                 f"memory.max {format_bytes(limits.memory_bytes)}, "
+                                 "memory.swap.max 0")
+                if "pids" in self._cgroups.controllers:
+                    parts.append(f"pids.max {limits.pids}")
+                return f"cgroup v2: {', '.join(parts)}"
+            if sentence.startswith(_NPROC_SENTENCE):
+                return f"RLIMIT_NPROC {limits.pids}" + sentence[len(_NPROC_SENTENCE):]
+            return sentence
+        return dataclasses.replace(self.isolation,
+                                   in_force=tuple(map(with_numbers, self.isolation.in_force)))
+
+    def run(self, argv: Sequence[str], *, workdir: Bind, binds: Sequence[Bind] = (),
+            limits: Limits, gpu: bool = False, env: dict[str, str] | None = None,
+            pass_fds: Sequence[int] = (), during: Callable[[], bool] | None = None) -> ProcessResult:
+        """Run argv (in inside coordinates) with `workdir` as its writable cwd and HOME and
+        `binds` as the only other folders it sees. Never raises for the program's own
+        failures; raises GraderError when the sandbox itself cannot be set up.
+
+        `pass_fds` reach the program under the same numbers (the grader's copies are closed
+        once it has them); `during()` runs while the program does, and returning False stops
+        the program at once (paced timing talks to the program this way).
+
+        The workdir's files are the program's: read them afterwards without following links
+        (or inside another sandbox), since it may have replaced any of them."""
+        argv = [str(a) for a in argv]
+        if not argv:
+            raise ValueError("Sandbox.run needs a program to run; argv is empty.")
+        workdir = dataclasses.replace(workdir, writable=True)
+        every_bind = [workdir, *binds]
+        insides = [b.inside for b in every_bind]
+        if len(set(insides)) != len(insides):
+            raise GraderError(f"Two binds share one sandbox path: {sorted(insides)}; give each "
+                              "its own path under /cudalab.")
+        for bind in every_bind:
+            if not bind.host.exists():
+                raise GraderError(f"Cannot bind {bind.host} into the sandbox at {bind.inside}: "
+                                  "it does not exist.")
+        isolation = self.isolation_for(limits)
+        talk = {"pass_fds": tuple(pass_fds), "during": during}
+        if self._bubblewrap is None:
+            return self._run_unsandboxed(argv, workdir, every_bind, limits, env, isolation, talk)
+        return self._run_in_bubblewrap(argv, workdir, every_bind, limits, gpu, env, isolation, talk)
+
+    def _inside_env(self, workdir: Bind, env: dict[str, str] | None) -> dict[str, str]:
+        inside = {"PATH": DEFAULT_INSIDE_PATH, "HOME": workdir.inside, "TMPDIR": "/tmp",
+                  "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}
+        inside.update({key: os.environ[key] for key in _KEPT_ENV if key in os.environ})
+        inside.update(env or {})
+        return inside
+
+    def _run_in_bubblewrap(self, argv: list[str], workdir: Bind, every_bind: list[Bind],
+                           limits: Limits, gpu: bool, env: dict[str, str] | None,
+                           isolation: Isolation, talk: dict) -> ProcessResult:
+        uid = self.isolation.uid
+        if uid is not None:
+            for bind in every_bind:
+                # A writable bind is handed to the sandbox user below; its parents must let
+                # that user through all the same.
+                why = _unreachable_reason(bind.host, uid, itself=not bind.writable)
+                if why:
+                    raise GraderError(f"Cannot bind {bind.host} into the sandbox: {why}.")
+            for bind in every_bind:
+                if bind.writable:
+                    _chown_tree(bind.host, uid)
+        command = [self._bubblewrap.program, *self._bubblewrap.options, *_system_view()]
+        if gpu:
+            command += _gpu_view()
+        # Shallow mount points first, so a bind inside another one lands on top of it.
+        for bind in sorted(every_bind, key=lambda b: b.inside.count("/")):
+            command += ["--bind" if bind.writable else "--ro-bind", str(bind.host), bind.inside]
+        command += ["--chdir", workdir.inside]
+        for key, value in self._inside_env(workdir, env).items():
+            command += ["--setenv", key, value]
+        cgroup = self._run_cgroup(limits)
+        # bubblewrap says on this pipe the host pid of the namespace's init, and the program's
+        # exit code, which tells "the program exited 1" from "bubblewrap failed".
+        status_read, status_write = os.pipe()
+        # Last, so that bubblewrap could still create every mount point: writes anywhere but
+        # the binds and /tmp then fail instead of filling a hidden tmpfs.
+        command += ["--json-status-fd", str(status_write), "--remount-ro", "/", "--", *argv]
+        status = _CappedReader(os.fdopen(status_read, "rb"), _READ_CHUNK)
+        status.start()
+
+        def stop() -> None:
+            if cgroup is not None:
+                cgroup.kill()
+            # Killing the namespace's init makes the kernel kill and reap every process in it
+            # before bubblewrap sees init end, so nothing outlives the run.
+            init_pid = _status_value(bytes(status.kept), "child-pid")
+            if init_pid is not None:
+                try:
+                    os.kill(init_pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+
+        try:
+            done = _supervise(command, timeout_s=limits.timeout_s,
+                              output_cap_bytes=limits.output_cap_bytes, cwd="/",
+                              env={"PATH": "/usr/bin:/bin"},
+                              preexec_fn=_child_setup(_rlimits(limits, self._nproc(limits)),
+                                                      cgroup.procs_file if cgroup else None, uid),
+                              pass_fds=(status_write, *talk["pass_fds"]), on_timeout=stop,
+                              during=talk["during"])
+        except (OSError, subprocess.SubprocessError) as err:
+            raise GraderError(f"Could not start bubblewrap ({self._bubblewrap.program}) for "
+                              f"{argv[0]}: {err}. Check CUDALAB_BWRAP, and that the grader may "
+                              "join its cgroup and switch user.") from None
+        finally:
+            oom_killed = cgroup.close() if cgroup is not None else False
+        status.join(timeout=_PIPE_GRACE_S)
+        exit_code = _status_value(bytes(status.kept), "exit-code")
+
+        returncode, stderr = done.returncode, done.stderr
+        if done.timed_out:
+            pass  # bubblewrap's own SIGKILL; exit_code says it was the grader's doing
+        elif exit_code is not None:
+            # bubblewrap reports a program killed by signal N as exit code 128 + N; turn it back
+            # into the signal, as the OS would report it without the sandbox in between. (A
+            # program that itself exits with 128 + N is reported as killed by N: no harness
+            # code is that high, so either way it is a failure.)
+            returncode = -(exit_code - 128) if 128 < exit_code < 128 + signal.NSIG else exit_code
+        elif done.returncode == _BWRAP_FAILED and not oom_killed:
+            # The program never ran: either it could not be executed, or the sandbox could not
+            # be set up (the grader's fault, not the student's).
+            said = _one_line(done.stderr)
+            if "execvp" not in said:
+                raise GraderError(f"bubblewrap could not set up the sandbox for {argv[0]}: {said}")
+            returncode, stderr = 127, f"could not start {argv[0]}: {said}\n"
+        return ProcessResult(argv, returncode, done.timed_out, done.wall_s, limits.timeout_s,
+                             done.stdout, stderr, isolation.describe(), oom_killed,
+                             limits.memory_bytes)
+
+    def _run_unsandboxed(self, argv: list[str], workdir: Bind, every_bind: list[Bind],
+                         limits: Limits, env: dict[str, str] | None,
+                         isolation: Isolation, talk: dict) -> ProcessResult:
+        """The same run without bubblewrap: inside paths become host paths, so callers need
+        not know which one they got."""
+        # The deepest bind wins, as its mount would inside the sandbox.
+        by_depth = sorted(every_bind, key=lambda b: b.inside.count("/"), reverse=True)
+
+        def to_host(text: str) -> str:
+            for bind in by_depth:
+                mapped = bind.to_host(text)
+                if mapped is not None:
+                    return mapped
+            return text
+
+        host_env = scrubbed_env(workdir.host)
+        host_env.update({key: to_host(value) for key, value in (env or {}).items()})
+        host_argv = [to_host(a) for a in argv]
+        cgroup = self._run_cgroup(limits)
+        start = time.perf_counter()
+        try:
+            done = _supervise(host_argv, timeout_s=limits.timeout_s,
+                              output_cap_bytes=limits.output_cap_bytes, cwd=workdir.host,
+                              env=host_env,
+                              preexec_fn=_child_setup(_rlimits(limits, self._nproc(limits)),
+                                                      cgroup.procs_file if cgroup else None,
+                                                      None),
+                              on_timeout=cgroup.kill if cgroup else None,
+                              pass_fds=talk["pass_fds"], during=talk["during"])
+        except OSError as err:
+            return ProcessResult(argv, 127, False, time.perf_counter() - start, limits.timeout_s,
+                                 "", f"could not start {host_argv[0]}: {err.strerror}\n",
+                                 isolation.describe(), False, limits.memory_bytes)
+        except subprocess.SubprocessError as err:
+            raise GraderError(f"Could not prepare {host_argv[0]} to run (joining its cgroup or "
+                              f"setting its limits failed: {err}).") from None
+        finally:
+            oom_killed = cgroup.close() if cgroup is not None else False
+        return ProcessResult(argv, done.returncode, done.timed_out, done.wall_s, limits.timeout_s,
+                             done.stdout, done.stderr, isolation.describe(), oom_killed,
+                             limits.memory_bytes)

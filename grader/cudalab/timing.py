@@ -1,80 +1,216 @@
-"""The wall-clock cross-check of a submission's own event timing (docs/architecture.md,
-"Grading timing").
+"""Paced timing: the grader drives a lab binary's timed samples one by one and times
+each on its own clock (docs/architecture.md, "Paced timing").
 
-Each binary runs twice per round, with K1 and K2 samples; (wall_2 - wall_1) / (K2 - K1) is
-what one sample really cost, overhead included. The reference's overhead (its wall-clock
-estimate minus its event median) is subtracted from the student's wall-clock estimate, and
-the student is scored on the larger of that and their own event median: a process can
-report any time it likes, but it cannot make the wall clock run faster.
+For every sample the grader sends a fresh seed and hash key; the program generates that
+sample's inputs, runs the code under test between CUDA events, hashes the outputs and
+answers with its event time and the hashes. The grader's clock runs from sending the
+sample to reading the answer, so no sample can start before its inputs are known and
+nothing the program says makes that interval shorter. A few samples, drawn in secret,
+are kept: the grader asks for a sample's outputs only after its answer arrived, and the
+checker later holds the dumped outputs to the hashes reported and to the reference.
 
-Process start-up and input generation make each wall-clock estimate noisy, so the wall
-clock counts against a student only beyond the measured noise: the larger of the spread
-of either binary's per-round estimates and a floor (a fraction of the reference's wall
-time per sample). Honest code is never scored above its own event time by noise alone,
-while hidden work larger than the noise still shows.
+The student's time is the median of its per-sample wall times less the per-sample
+overhead the reference shows (its wall median minus its own event median; the harness
+code around the sample is the same for both). The event times a submission reports are
+used only while they agree with that wall-clock estimate within the measured noise; when
+they do not, the submission is scored on the wall clock, with no allowance for noise.
 """
 from __future__ import annotations
 
 import math
+import os
+import re
+import secrets
+import select
 import statistics
-from dataclasses import asdict, dataclass
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+_MAX_LINE = 4096
+_HEX32 = re.compile(r"[0-9a-f]{32}")
+
+
+class ProtocolError(Exception):
+    """The program did not follow the paced-timing protocol; the message says how."""
+
+
+class ChannelClosed(ProtocolError):
+    """The program closed its control channel: usually it ended (crashed, hit a CUDA error);
+    its exit then says more than the protocol can."""
 
 
 @dataclass(frozen=True)
-class BenchRun:
-    samples: int
-    wall_s: float
-    event_median_ms: float | None  # from the run JSON; None when it reported none
-    spread: float | None = None
+class KeptSample:
+    number: int
+    seed: int
+    key: str                       # 32 hex digits
+    hashes: dict[str, str]         # output name -> hash the program reported
+    dump_name: str                 # the folder under the run's dump folder: sample-<number>
 
 
-@dataclass(frozen=True)
-class Round:
-    low: BenchRun
-    high: BenchRun
+@dataclass
+class PacedRun:
+    """One process's paced samples, as the grader measured them."""
+    outputs: list[str] = field(default_factory=list)
+    wall_ms: list[float] = field(default_factory=list)       # timed samples, grader's clock
+    reported_ms: list[float] = field(default_factory=list)   # the program's own event times
+    kept: list[KeptSample] = field(default_factory=list)
+    stopped_early: bool = False
 
     @property
-    def wall_per_sample_ms(self) -> float:
-        extra = self.high.samples - self.low.samples
-        if extra <= 0:
-            raise ValueError("the second run of a round needs more samples than the first")
-        return (self.high.wall_s - self.low.wall_s) * 1000.0 / extra
+    def timed(self) -> int:
+        return len(self.wall_ms)
+
+    def wall_median_ms(self) -> float:
+        return statistics.median(self.wall_ms)
+
+    def reported_median_ms(self) -> float | None:
+        return statistics.median(self.reported_ms) if self.reported_ms else None
+
+
+class _LineReader:
+    """Reads newline-terminated lines from a pipe, with a deadline and a length cap."""
+
+    def __init__(self, fd: int):
+        self.fd, self.buffer = fd, b""
+
+    def read_line(self, timeout_s: float) -> str:
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self.buffer:
+            if len(self.buffer) > _MAX_LINE:
+                raise ProtocolError("sent a control line longer than the harness ever writes")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ProtocolError(f"gave no answer within {timeout_s:g} s")
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(self.fd, _MAX_LINE)
+            if not chunk:
+                raise ChannelClosed("closed its control channel before the grader said end")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        if len(line) > _MAX_LINE:
+            raise ProtocolError("sent a control line longer than the harness ever writes")
+        try:
+            return line.decode("ascii")
+        except UnicodeDecodeError:
+            raise ProtocolError("sent a control line that is not ASCII text") from None
+
+
+def _send(fd: int, line: str) -> None:
+    data = (line + "\n").encode("ascii")
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+    except (BrokenPipeError, OSError) as err:
+        raise ChannelClosed(f"stopped reading its control channel ({err.strerror or err})") from None
 
 
 @dataclass(frozen=True)
-class TimingSummary:
-    """One binary's timing over all rounds: medians over rounds."""
-    event_ms: float | None
+class Pace:
+    """What one paced run is asked to do."""
+    warmup: int
+    samples: int | None            # None: sample until target_s of timed samples have run
+    target_s: float
+    samples_min: int
+    samples_max: int
+    keep: int                      # how many timed samples to keep for the checker
+    sample_timeout_s: float
+    stop_when: Callable[[PacedRun], bool] | None = None   # True ends the run early
+
+
+def drive(read_fd: int, write_fd: int, pace: Pace, case: str, rng=secrets.SystemRandom()) -> PacedRun:
+    """Run the protocol over the two pipes until done; raises ProtocolError on any
+    deviation. The caller starts and ends the process."""
+    reader = _LineReader(read_fd)
+    run = PacedRun()
+    ready = reader.read_line(pace.sample_timeout_s).split()
+    if len(ready) < 3 or ready[0] != "ready" or ready[1] != case:
+        raise ProtocolError(f"did not start with 'ready {case} OUTPUT...' (it said {' '.join(ready)[:80]!r})")
+    run.outputs = ready[2:]
+    planned = pace.samples if pace.samples is not None else pace.samples_max
+    # The kept samples are drawn now, in secret, among those the run will surely reach.
+    drawable = pace.samples if pace.samples is not None else pace.samples_min
+    keep_at = set(rng.sample(range(drawable), min(pace.keep, drawable)))
+    timed_s = 0.0
+    number = 0
+    while True:
+        timed = number >= pace.warmup
+        index = number - pace.warmup
+        if timed and (index >= planned or (pace.samples is None and index >= pace.samples_min
+                                            and timed_s >= pace.target_s)):
+            break
+        seed, key = rng.getrandbits(64), f"{rng.getrandbits(128):032x}"
+        started = time.perf_counter_ns()
+        _send(write_fd, f"sample {number} {seed} {key} {'timed' if timed else 'warmup'}")
+        answer = reader.read_line(pace.sample_timeout_s)
+        wall_ms = (time.perf_counter_ns() - started) / 1e6
+        words = answer.split()
+        if (len(words) != 3 + len(run.outputs) or words[0] != "done" or words[1] != str(number)
+                or not all(_HEX32.fullmatch(h) for h in words[3:])):
+            raise ProtocolError(f"answered sample {number} with {answer[:80]!r}, not 'done {number} MS HASH...'")
+        try:
+            reported = float(words[2])
+        except ValueError:
+            raise ProtocolError(f"reported the time {words[2][:20]!r} for sample {number}") from None
+        if timed:
+            run.wall_ms.append(wall_ms)
+            if math.isfinite(reported) and reported >= 0:
+                run.reported_ms.append(reported)
+            timed_s += wall_ms / 1000.0
+        if timed and index in keep_at:
+            _send(write_fd, "keep")
+            kept = reader.read_line(pace.sample_timeout_s)
+            if kept != f"kept {number}":
+                raise ProtocolError(f"answered 'keep' for sample {number} with {kept[:80]!r}")
+            run.kept.append(KeptSample(number, seed, key, dict(zip(run.outputs, words[3:])), f"sample-{number}"))
+        else:
+            _send(write_fd, "drop")
+        number += 1
+        if timed and pace.stop_when is not None and pace.stop_when(run):
+            run.stopped_early = True
+            break
+    _send(write_fd, "end")
+    return run
+
+
+# --- summaries and the cross-check ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class RoundTimes:
+    """One round's medians: the grader's wall clock per sample, and the program's own event
+    time (None when it reported none)."""
     wall_ms: float
-    spread: float | None         # median of the runs' own spreads (IQR / median)
-    wall_round_spread: float     # (max - min) / median of the per-round wall estimates
+    event_ms: float | None
 
     @classmethod
-    def of(cls, rounds: list[Round]) -> "TimingSummary":
-        if not rounds:
-            raise ValueError("no timing rounds")
-        events = [r.event_median_ms for rd in rounds for r in (rd.low, rd.high)
-                  if r.event_median_ms is not None]
-        spreads = [r.spread for rd in rounds for r in (rd.low, rd.high) if r.spread is not None]
-        walls = [rd.wall_per_sample_ms for rd in rounds]
-        wall = statistics.median(walls)
-        return cls(event_ms=statistics.median(events) if events else None, wall_ms=wall,
-                   spread=statistics.median(spreads) if spreads else None,
-                   wall_round_spread=(max(walls) - min(walls)) / wall if wall > 0 else math.inf)
+    def of(cls, run: PacedRun) -> "RoundTimes":
+        return cls(run.wall_median_ms(), run.reported_median_ms())
+
+
+def spread(values: list[float]) -> float:
+    """(max - min) / median; 0 for fewer than two values."""
+    if len(values) < 2:
+        return 0.0
+    middle = statistics.median(values)
+    return (max(values) - min(values)) / middle if middle > 0 else math.inf
 
 
 @dataclass(frozen=True)
 class CrossCheck:
     reference_ms: float               # the reference's event median: the denominator
-    reference_wall_ms: float
-    reference_overhead_ms: float      # per sample, never below 0
-    student_event_ms: float | None
+    reference_wall_ms: float          # its wall-clock median per sample
+    overhead_ms: float                # harness work per sample outside the events, never below 0
+    reference_round_estimates_ms: list[float]   # each round's wall median less the overhead
+    reference_agreement: float        # (max - min) / reference_ms of those estimates
+    student_reported_ms: float | None
     student_wall_ms: float
-    student_wall_adjusted_ms: float   # student wall estimate minus the reference's overhead
-    noise_ms: float                   # how much the wall-clock estimate moves by itself
+    student_wall_estimate_ms: float   # student wall median less the overhead
+    noise_ms: float                   # how far a round's estimate moves by itself
     student_ms: float                 # what the student is scored on
     ratio: float                      # student_ms / reference_ms
-    disagreement: float | None        # how far event and wall clock differ, as a factor >= 1
     flagged: bool
     message: str
 
@@ -82,56 +218,46 @@ class CrossCheck:
         return asdict(self)
 
 
-def samples_for_target(samples_low: int, samples_high: int, samples_max: int,
-                       per_sample_ms: float | None, target_s: float) -> int:
-    """K2: at least `samples_high`, and enough that the extra samples take about `target_s`."""
-    wanted = samples_high
-    if per_sample_ms and per_sample_ms > 0:
-        wanted = max(wanted, samples_low + math.ceil(target_s * 1000.0 / per_sample_ms))
-    return max(samples_low + 1, min(wanted, samples_max))
+def cross_check(reference: list[RoundTimes], student: list[RoundTimes], *, agreement: float,
+                noise_floor: float) -> CrossCheck:
+    """Compare the student's reported event time with its wall-clock estimate.
 
-
-def wall_noise_ms(reference: TimingSummary, student: TimingSummary, floor_fraction: float) -> float:
-    """How far a wall-clock estimate moves with no change in the code measured."""
-    spreads = [t.wall_round_spread * t.wall_ms for t in (reference, student)
-               if math.isfinite(t.wall_round_spread)]
-    return max(spreads + [floor_fraction * reference.wall_ms])
-
-
-def cross_check(reference: TimingSummary, student: TimingSummary, factor: float,
-                noise_floor_fraction: float = 0.25) -> CrossCheck:
-    if reference.event_ms is None or reference.event_ms <= 0:
+    agreement: a relative gap (of the student's own time) that never counts as a lie;
+    noise_floor: the least noise assumed, as a fraction of the reference's event time."""
+    if not reference or not student:
+        raise ValueError("cross_check needs at least one round of each")
+    if any(r.event_ms is None or r.event_ms <= 0 for r in reference):
         raise ValueError("the reference reported no event timing")
-    overhead = max(0.0, reference.wall_ms - reference.event_ms)
-    noise = wall_noise_ms(reference, student, noise_floor_fraction)
-    adjusted = student.wall_ms - overhead
-    event = student.event_ms
-    if event is None or event <= 0:
-        scored = max(adjusted, 0.0)
-        disagreement, flagged = None, True
-        message = (f"Your program reported no usable event timing, so it is scored on the "
-                   f"wall clock alone: {scored:.4g} ms per run.")
+    ref_event = statistics.median(r.event_ms for r in reference)
+    ref_wall = statistics.median(r.wall_ms for r in reference)
+    overhead = max(0.0, statistics.median(r.wall_ms - r.event_ms for r in reference))
+    ref_estimates = [r.wall_ms - overhead for r in reference]
+    stu_walls = [r.wall_ms for r in student]
+    noise = max(max(ref_estimates) - min(ref_estimates), max(stu_walls) - min(stu_walls),
+                noise_floor * ref_event)
+    wall_estimate = max(statistics.median(stu_walls) - overhead, 0.0)
+    claims = [r.event_ms for r in student if r.event_ms is not None]
+    reported = statistics.median(claims) if claims else None
+    message = ""
+    if reported is None or reported <= 0:
+        flagged, scored = True, wall_estimate
+        message = (f"Your program reported no usable event times, so it is scored on the grader's "
+                   f"clock: {wall_estimate:.4g} ms per run.")
+    elif wall_estimate > reported * (1 + agreement) + noise:
+        flagged, scored = True, wall_estimate
+        message = (f"Your program reports {reported:.4g} ms per run, but the grader's clock shows "
+                   f"{wall_estimate:.4g} ms per run after the harness's own work (measurement noise "
+                   f"here: {noise:.2g} ms). Work the CUDA events do not see still takes time: you are "
+                   "scored on the grader's clock.")
+    elif reported > wall_estimate * (1 + agreement) + noise:
+        flagged, scored = True, reported
+        message = (f"Your program reports {reported:.4g} ms per run, more than the {wall_estimate:.4g} ms "
+                   "the grader's clock shows; you are scored on your own, larger figure.")
     else:
-        beyond_noise = adjusted - noise
-        scored = max(event, beyond_noise)
-        disagreement = (beyond_noise / event if beyond_noise > event
-                        else (event / (adjusted + noise) if adjusted + noise > 0 else math.inf))
-        disagreement = max(disagreement, 1.0)
-        flagged = disagreement > factor
-        message = ""
-        if flagged and beyond_noise > event:
-            message = (f"Your program reports {event:.4g} ms per run, but the wall clock shows "
-                       f"{adjusted:.4g} ms per run (after the overhead the reference also shows, "
-                       f"{noise:.2g} ms of it within measurement noise). "
-                       "Work the CUDA events do not see (another stream, the host, a later "
-                       "kernel) still takes time: you are scored on the wall clock.")
-        elif flagged:
-            message = (f"Your program reports {event:.4g} ms per run, more than the "
-                       f"{adjusted:.4g} ms the wall clock shows; you are scored on your own, "
-                       "larger figure.")
-    return CrossCheck(reference_ms=reference.event_ms, reference_wall_ms=reference.wall_ms,
-                      reference_overhead_ms=overhead, student_event_ms=event,
-                      student_wall_ms=student.wall_ms, student_wall_adjusted_ms=adjusted,
-                      noise_ms=noise,
-                      student_ms=scored, ratio=scored / reference.event_ms,
-                      disagreement=disagreement, flagged=flagged, message=message)
+        flagged, scored = False, reported
+    return CrossCheck(reference_ms=ref_event, reference_wall_ms=ref_wall, overhead_ms=overhead,
+                      reference_round_estimates_ms=ref_estimates,
+                      reference_agreement=(max(ref_estimates) - min(ref_estimates)) / ref_event,
+                      student_reported_ms=reported, student_wall_ms=statistics.median(stu_walls),
+                      student_wall_estimate_ms=wall_estimate, noise_ms=noise, student_ms=scored,
+                      ratio=scored / ref_event, flagged=flagged, message=message)

@@ -1,13 +1,15 @@
-"""Shared fixtures: a toy repository with fake lab binaries, and the skip rules for the
-`gpu` and `needs_build` markers."""
+"""Shared fixtures: a toy repository with fake lab binaries, folders the sandbox user can
+reach, and the skip rules for the `gpu` and `needs_build` markers."""
 from __future__ import annotations
 
 import os
-import sys
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from cudalab import sdk
 from cudalab.config import Config, cuda_device_present
 
 TESTS = Path(__file__).resolve().parent
@@ -74,33 +76,49 @@ def official_build_dir() -> Path:
 
 def pytest_collection_modifyitems(config, items):
     gpu = cuda_device_present()
-    exports = official_build_dir() / "cudalab-exports.cmake"
+    manifest = official_build_dir() / sdk.MANIFEST_NAME
     for item in items:
         if "gpu" in item.keywords and not gpu:
             item.add_marker(pytest.mark.skip(
                 reason="needs a CUDA device: `nvidia-smi -L` found none on this machine"))
-        if "needs_build" in item.keywords and not exports.is_file():
+        if "needs_build" in item.keywords and not manifest.is_file():
             item.add_marker(pytest.mark.skip(
-                reason=f"needs the official build tree: {exports} is missing; build it first "
+                reason=f"needs the official build tree: {manifest} is missing; build it first "
                        "with `cudalab build` (cmake --preset <preset> && cmake --build build/<preset>)"))
 
 
+@pytest.fixture
+def tmp_path() -> Path:
+    """A fresh folder the sandbox user can reach: pytest's own tmp_path lies under
+    /tmp/pytest-of-<user> (mode 0700), which uid 65534 cannot pass when the tests run as root."""
+    folder = Path(tempfile.mkdtemp(prefix="cudalab-test-", dir="/tmp" if os.geteuid() == 0 else None))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def write_fake(path: Path, **behaviour) -> Path:
-    """Write an executable fake lab binary (or checker, role='checker') at `path`."""
+    """Write an executable fake lab binary (or checker, role='checker') at `path`: this
+    package's fake_program.py, self-contained, for /usr/bin/python3 (what the sandbox shows)."""
     behaviour.setdefault("cases", TOY_CASES)
     behaviour.setdefault("bench_cases", TOY_BENCH)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"#!{sys.executable}\nimport runpy\n"
-                    f"runpy.run_path({str(TESTS / 'fake_program.py')!r}, "
-                    f"init_globals={{'BEHAVIOUR': {behaviour!r}}}, run_name='__main__')\n")
+    path.write_text(f"#!/usr/bin/python3\nBEHAVIOUR = {behaviour!r}\n"
+                    + (TESTS / "fake_program.py").read_text())
     path.chmod(0o755)
     return path
+
+
+def seal(root: Path, preset: str = "ci") -> None:
+    """Record the toy build's binaries in its manifest, as the real build does."""
+    build = root / "build" / preset
+    sdk.write_manifest(build / sdk.MANIFEST_NAME, build, sorted((build / "bin").iterdir()))
 
 
 @pytest.fixture
 def toy_root(tmp_path: Path) -> Path:
     """A repository with the toy lab and an official 'build' of fake binaries (no CMake cache,
-    so the grader uses it as it is)."""
+    so the grader uses it as it is), sealed in its manifest."""
     root = tmp_path / "repo"
     (root / "labs" / "toy").mkdir(parents=True)
     (root / "labs" / "toy" / "lab.toml").write_text(TOY_LAB_TOML)
@@ -108,6 +126,7 @@ def toy_root(tmp_path: Path) -> Path:
     bin_dir = root / "build" / "ci" / "bin"
     write_fake(bin_dir / "toy_solution", name="toy_solution", sample_ms=2.0)
     write_fake(bin_dir / "toy_checker", role="checker")
+    seal(root)
     return root
 
 
@@ -115,7 +134,7 @@ def toy_root(tmp_path: Path) -> Path:
 def toy_config(toy_root: Path, tmp_path: Path) -> Config:
     return Config.load(env={}, root=toy_root, preset="ci", work_dir=tmp_path / "work",
                        process_timeout_s=20.0, timing_rounds=2, timing_target_s=0.2,
-                       samples_low=10, samples_high=40)
+                       samples_min=20, timing_warmup=2)
 
 
 @pytest.fixture

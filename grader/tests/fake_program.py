@@ -1,15 +1,17 @@
-"""A stand-in for a lab binary or the trusted checker, following the CLI contract of
-docs/architecture.md, so the grade flow can be tested on a machine without a GPU.
+"""A stand-in for a lab binary or the trusted checker, following the contract of
+docs/architecture.md (command lines, dumps, the paced-timing protocol, verdicts), so the
+grade flow can be tested on a machine without a GPU.
 
-Each fake binary is a two-line wrapper that runs this file with a BEHAVIOUR dict (see
-fakes.write_fake). An output "dump" holds the text "<seed>:<case>"; the fake checker
-expects exactly that.
+conftest.write_fake copies this file into an executable for /usr/bin/python3 (the sandbox
+shows /usr and nothing of the repository), after a line `BEHAVIOUR = {...}`. An output
+"dump" holds the text "<seed>:<case>"; the fake checker expects exactly that, and the
+"hash" of a dump under a key is the first 32 hex digits of sha256(key + text).
 """
 import argparse
+import hashlib
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -23,6 +25,10 @@ def expected(seed, case):
     return f"{seed}:{case}\n"
 
 
+def fake_hash(key, text):
+    return hashlib.sha256((key + text).encode()).hexdigest()[:32]
+
+
 def dump_path(folder, case):
     return Path(folder) / f"{case}.c.bin"
 
@@ -32,29 +38,60 @@ def write_json(path, body):
         Path(path).write_text(json.dumps(body))
 
 
+def paced(a, run):
+    """The grader's protocol on --control-in/--control-out (one bench case)."""
+    case = a.bench_case[0]
+    control_in = os.fdopen(a.control_in, "r")
+    control_out = os.fdopen(a.control_out, "w")
+
+    def say(line):
+        control_out.write(line + "\n")
+        control_out.flush()
+
+    say(f"ready {case} c")
+    timed = []
+    while True:
+        line = control_in.readline().split()
+        if line == ["end"]:
+            break
+        number, seed, key, kind = line[1], int(line[2]), line[3], line[4]
+        time.sleep(B.get("sample_ms", 1.0) / 1000.0)
+        text = "poison\n" if B.get("bench_wrong") else expected(seed, case)
+        if kind == "timed":
+            timed.append(B.get("report_ms", B.get("sample_ms", 1.0)))
+        if B.get("bad_reply"):  # a program that does not follow the protocol
+            say(B["bad_reply"])
+            continue
+        say(f"done {number} {B.get('report_ms', B.get('sample_ms', 1.0))} {fake_hash(key, text)}")
+        if control_in.readline().strip() == "keep":
+            folder = Path(a.dump) / f"sample-{number}"
+            folder.mkdir(parents=True, exist_ok=True)
+            dump_path(folder, case).write_text("forged\n" if B.get("dump_other_than_reported") else text)
+            say(f"kept {number}")
+    run["bench"] = [{"name": case, "status": "unchecked", "paced": True, "samples_ms": timed,
+                     "median_ms": sorted(timed)[len(timed) // 2] if timed else None,
+                     "sm_clock_mhz_before": 1980.0, "sm_clock_mhz_after": 1970.0}]
+
+
 def implementation(argv):
-    if B.get("argv_log"):
-        with open(B["argv_log"], "a") as log:
-            log.write(json.dumps(argv) + "\n")
     p = argparse.ArgumentParser()
     p.add_argument("--case", action="append", default=[])
     p.add_argument("--bench-case", action="append", default=[])
     p.add_argument("--bench", action="store_true")
+    p.add_argument("--paced", action="store_true")
+    p.add_argument("--control-in", type=int)
+    p.add_argument("--control-out", type=int)
     p.add_argument("--samples", type=int, default=10)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--dump")
     p.add_argument("--json")
     p.add_argument("--quiet", action="store_true")
-    p.add_argument("--no-self-check", action="store_true")
+    p.add_argument("--no-baselines", action="store_true")
     p.add_argument("--list-cases", action="store_true")
     a = p.parse_args(argv)
-    if a.no_self_check and not a.dump:
-        p.error("--no-self-check needs --dump DIR")
-    # As the real harness: without its self-check a run reports 'unchecked' and exits 0.
-    judged = "unchecked" if a.no_self_check else None
     run = {"schema": "cudalab.run/1", "lab": "toy", "implementation": B.get("name", "fake"),
-           "seed": a.seed, "mode": "bench" if a.bench else "check", "status": "passed",
+           "seed": a.seed, "mode": "paced" if a.paced else "bench" if a.bench else "check", "status": "unchecked",
            "device": {"name": "Fake GPU", "compute_capability": "9.0", "driver_version": 13000,
                       "runtime_version": 13000, "sm_clock_mhz": 1980.0},
            "cases": [], "bench": []}
@@ -70,35 +107,30 @@ def implementation(argv):
         print("CUDA error: an illegal memory access was encountered at toy.cu:12", file=sys.stderr)
         return 3
     if B.get("hang"):
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
-        if B.get("pid_file"):
-            Path(B["pid_file"]).write_text(str(child.pid))
         time.sleep(300)
     if a.dump:
         Path(a.dump).mkdir(parents=True, exist_ok=True)
-    failed = False
-    if a.bench:
+    if a.paced:
+        paced(a, run)
+    elif a.bench:
         for name in a.bench_case or BENCH:
             time.sleep((a.warmup + a.samples) * B.get("sample_ms", 1.0) / 1000.0)
             if a.dump:
-                dump_path(a.dump, name).write_text("poison" if B.get("bench_wrong") else expected(a.seed, name))
+                dump_path(a.dump, name).write_text(expected(a.seed + 1, name))
             median = B.get("report_ms", B.get("sample_ms", 1.0))
-            run["bench"].append({"name": name, "status": judged or "passed", "median_ms": median,
-                                 "spread": 0.01, "samples_ms": [median] * a.samples,
-                                 "sm_clock_mhz_before": 1980.0, "sm_clock_mhz_after": 1970.0})
+            run["bench"].append({"name": name, "status": "unchecked", "median_ms": median, "spread": 0.01,
+                                 "samples_ms": [median] * a.samples, "checked_sample_seed": a.seed + 1})
     else:
         for index, name in enumerate(a.case or CASES):
             if B.get("crash_after") == index:
                 sys.stdout.flush()
                 os.kill(os.getpid(), signal.SIGSEGV)
-            wrong = name in B.get("wrong_cases", [])
-            failed = failed or (wrong and not judged)
             if a.dump:
+                wrong = name in B.get("wrong_cases", [])
                 dump_path(a.dump, name).write_text("wrong" if wrong else expected(a.seed, name))
-            run["cases"].append({"name": name, "status": judged or ("failed" if wrong else "passed")})
-    run["status"] = "failed" if failed else judged or "passed"
+            run["cases"].append({"name": name, "status": "unchecked"})
     write_json(a.json, run)
-    return 1 if failed else 0
+    return 0
 
 
 def checker(argv):
@@ -108,14 +140,19 @@ def checker(argv):
     p.add_argument("--verdict", required=True)
     p.add_argument("--case", action="append", default=[])
     p.add_argument("--bench-case", action="append", default=[])
+    p.add_argument("--hash-key")
+    p.add_argument("--expect-hash", action="append", default=[])
     a = p.parse_args(argv)
-    # The literal reading of the contract: without --case, every correctness case is checked,
-    # even when bench cases are named. The grader must look only at the cases it wants.
+    # As the real checker: without --case, every correctness case is checked, unless bench
+    # cases are named. The grader must look only at the cases it wants.
     verdict = {"schema": "cudalab.verdict/1", "lab": "toy", "seed": a.seed, "cases": []}
-    for name in (a.case or CASES) + a.bench_case:
+    hashes = dict(h.split("=", 1) for h in a.expect_hash)
+    for name in (a.case or ([] if a.bench_case else CASES)) + a.bench_case:
         path = dump_path(a.dump, name)
         if not path.is_file():
             status, message = "missing", f"no output file {path.name}"
+        elif a.hash_key and fake_hash(a.hash_key, path.read_text()) != hashes.get("c"):
+            status, message = "inconsistent", "the c dumped for this timed sample is not the c the program reported"
         elif path.read_text() != expected(a.seed, name):
             status, message = "failed", ("c[0] is wrong: expected 1.25, got 0 (allowed "
                                          "difference 0); 1 of 1 elements differ")

@@ -1,4 +1,5 @@
-"""build: staging a hand-in, the CMake command lines, compiler feedback."""
+"""build: staging a hand-in, the official build's CMake command lines, compiler feedback,
+and real submission builds in the sandbox (symbol check, hostile names, no reference)."""
 from __future__ import annotations
 
 import json
@@ -160,56 +161,127 @@ def test_overridden_build_dir_is_configured_there(toy_config, spec, fake_cmake, 
     assert fake_cmake()[0] == ["--preset", "ci", "-B", str(tmp_path / "elsewhere")]
 
 
-def test_submission_build_command_line(toy_config, spec, fake_cmake, toy_submission, tmp_path):
-    (toy_config.build_dir / "cudalab-exports.cmake").write_text("# prebuilt\n")
-    built = build.build_submission(toy_config, spec, toy_submission, tmp_path / "work")
-    configure, compile_ = fake_cmake()
-    assert configure == ["-S", str(toy_config.root / "cmake" / "submission"), "-B",
-                         str(tmp_path / "work" / "build"), "-G", "Ninja",
-                         f"-DCUDALAB_OFFICIAL_BUILD={toy_config.build_dir}", "-DCUDALAB_LAB=toy",
-                         f"-DCUDALAB_SUBMISSION_DIR={tmp_path / 'work' / 'src'}"]
-    assert compile_ == ["--build", str(tmp_path / "work" / "build")]
-    assert built.binary == tmp_path / "work" / "build" / "toy_submission"
-
-
-def test_submission_build_needs_the_exports_file(toy_config, spec, toy_submission, tmp_path):
-    with pytest.raises(GraderError, match="has no cudalab-exports.cmake"):
+def test_submission_build_needs_the_sdk(toy_config, spec, toy_submission, tmp_path):
+    with pytest.raises(GraderError, match="has no SDK for toy"):
         build.build_submission(toy_config, spec, toy_submission, tmp_path / "work")
 
 
-def test_compile_error_gives_feedback_and_exit_22(toy_config, spec, fake_cmake, toy_submission,
-                                                  tmp_path, monkeypatch):
-    monkeypatch.setenv("FAKE_CMAKE_MODE", "compile_error")
-    (toy_config.build_dir / "cudalab-exports.cmake").write_text("# prebuilt\n")
+def test_safe_names_keep_plain_names_and_tame_the_rest(tmp_path):
+    assert build.safe_name(tmp_path / "alice") == "alice"
+    assert build.safe_name(tmp_path / "bob.v2_final-1") == "bob.v2_final-1"
+    odd = build.safe_name(tmp_path / "x$(touch PWNED)")
+    assert odd.startswith("x_touch_PWNED-") and len(odd) == len("x_touch_PWNED-") + 8
+    assert build.safe_name(tmp_path / "x$(touch PWNED)") == odd  # stable
+    assert build.safe_name(tmp_path / "x$(touch PWNED) ") != odd  # distinct names stay distinct
+    assert build.safe_name(tmp_path / "ünïcödé").endswith(tuple("0123456789abcdef"))
+    assert build.safe_name(tmp_path / "...").startswith("submission-")
+
+
+# --- real builds in the sandbox (need the official tree: nvcc, no GPU) ------------------------
+
+REPO = TESTS.parents[1]
+
+
+def real_config(tmp_path):
+    from cudalab.config import Config
+    return Config.load(root=REPO, work_dir=tmp_path / "work")
+
+
+def hand_in(tmp_path, name: str, source: str) -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "vector_add.cu").write_text(source)
+    return folder
+
+
+@pytest.mark.needs_build
+def test_a_submission_builds_in_the_sandbox_against_the_sdk(tmp_path):
+    config = real_config(tmp_path)
+    spec = labs.load_lab(config, "vector_add")
+    folder = hand_in(tmp_path, "alice", (REPO / "starter" / "vector_add" / "vector_add.cu").read_text())
+    built = build.build_submission(config, spec, folder, tmp_path / "work" / "alice")
+    assert built.binary.is_file() and built.binary.name == "vector_add_submission"
+    # The compiler only ever saw the sandbox's fixed paths, never the hand-in's own.
+    assert "/cudalab/src/vector_add.cu" in built.log and str(folder) not in built.log
+
+
+@pytest.mark.needs_build
+def test_a_compile_error_gives_the_compilers_lines_and_exit_22(tmp_path):
+    config = real_config(tmp_path)
+    spec = labs.load_lab(config, "vector_add")
+    folder = hand_in(tmp_path, "bob", '#include "vector_add.hpp"\nvoid vector_add(const float* a, const float* b, '
+                     'float* c, std::size_t n) { undefined_name(); }\n')
     with pytest.raises(CompileError) as err:
-        build.build_submission(toy_config, spec, toy_submission, tmp_path / "work")
+        build.build_submission(config, spec, folder, tmp_path / "work" / "bob")
     assert err.value.exit_code == 22
-    assert err.value.feedback[0] == 'toy.cu(3): error: identifier "blocks" is undefined'
+    assert err.value.feedback[0].startswith("vector_add.cu(2): error: identifier \"undefined_name\" is undefined")
 
 
-def test_grade_reports_a_compile_error(toy_config, fake_cmake, toy_submission, monkeypatch, capsys, tmp_path):
-    monkeypatch.setenv("FAKE_CMAKE_MODE", "compile_error")
-    monkeypatch.setenv("CUDALAB_ROOT", str(toy_config.root))
-    monkeypatch.setenv("CUDALAB_PRESET", "ci")
-    (toy_config.build_dir / "cudalab-exports.cmake").write_text("# prebuilt\n")
+@pytest.mark.needs_build
+def test_solutions_are_out_of_reach_of_an_include(tmp_path):
+    config = real_config(tmp_path)
+    spec = labs.load_lab(config, "vector_add")
+    solution = REPO / "solutions" / "vector_add" / "vector_add.cu"
+    folder = hand_in(tmp_path, "eve", f'#include "{solution}"\n')
+    with pytest.raises(CompileError) as err:
+        build.build_submission(config, spec, folder, tmp_path / "work" / "eve")
+    assert any("No such file or directory" in line for line in err.value.feedback)
+
+
+@pytest.mark.needs_build
+def test_the_symbol_check_refuses_main_with_a_sentence(tmp_path):
+    config = real_config(tmp_path)
+    spec = labs.load_lab(config, "vector_add")
+    source = (REPO / "solutions" / "vector_add" / "vector_add.cu").read_text() + "\nint main() { return 0; }\n"
+    folder = hand_in(tmp_path, "mallory", source)
+    with pytest.raises(CompileError) as err:
+        build.build_submission(config, spec, folder, tmp_path / "work" / "mallory")
+    assert err.value.feedback == ["vector_add.cu defines main(): remove it; the harness provides main and "
+                                  "calls your vector_add()."]
+    assert not (tmp_path / "work" / "mallory" / "build" / "vector_add_submission").exists()  # never linked
+
+
+@pytest.mark.needs_build
+@pytest.mark.parametrize("name", ["x$(touch PWNED)", "with space", "ünïcödé", "semi;colon'\"quote"])
+def test_hostile_folder_names_are_only_data(tmp_path, name, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = real_config(tmp_path)
+    spec = labs.load_lab(config, "vector_add")
+    folder = hand_in(tmp_path, name, (REPO / "starter" / "vector_add" / "vector_add.cu").read_text())
+    built = build.build_submission(config, spec, folder, build.submission_work_dir(config, spec.name, folder))
+    assert built.binary.is_file()
+    assert name not in str(built.binary)  # staged under a name the grader chose
+    assert not list(tmp_path.rglob("PWNED")) and not (REPO / "PWNED").exists()
+
+
+@pytest.mark.needs_build
+def test_no_lab_binary_contains_the_reference(tmp_path):
+    """The CPU reference lives only in the checker: not in the SDK a submission links, nor in
+    any binary built from it (official or a student's)."""
+    config = real_config(tmp_path)
+    for lab in ("vector_add", "reduction", "scan"):
+        def symbols_of(path: Path) -> str:
+            import subprocess
+            return subprocess.run(["nm", "-C", str(path)], capture_output=True, text=True, check=True).stdout
+        reference = f"lab_{lab}::reference("
+        assert reference in symbols_of(labs.official_binary(config, lab, "checker")), "the test can see it"
+        for implementation in ("solution", "starter"):
+            assert reference not in symbols_of(labs.official_binary(config, lab, implementation))
+        for obj in (config.build_dir / "sdk" / lab / "objects").iterdir():
+            assert reference not in symbols_of(obj), obj
+
+
+@pytest.mark.needs_build
+def test_grade_reports_a_compile_error(tmp_path, capsys):
+    folder = hand_in(tmp_path, "carol", "this is not C++\n")
     out = tmp_path / "out"
-    assert cli.main(["grade", "toy", str(toy_submission), "--out", str(out)]) == 22
+    code = cli.main(["grade", "vector_add", str(folder), "--out", str(out)])
+    assert code == 22
     result = json.loads((out / "result.json").read_text())
     assert result["status"] == "compile_error" and result["score"]["total"] == 0
-    assert result["build"]["feedback"][0].startswith("toy.cu(3): error")
-    feedback = (out / "feedback.md").read_text()
-    assert 'toy.cu(3): error: identifier "blocks" is undefined' in feedback
+    assert result["build"]["feedback"][0].startswith("vector_add.cu(1): error")
+    assert "vector_add.cu(1): error" in (out / "feedback.md").read_text()
     assert "did not compile" in capsys.readouterr().out
-
-
-def test_build_verb_json(toy_config, fake_cmake, toy_submission, monkeypatch, capsys):
-    monkeypatch.setenv("CUDALAB_ROOT", str(toy_config.root))
-    monkeypatch.setenv("CUDALAB_PRESET", "ci")
-    monkeypatch.setenv("CUDALAB_WORK_DIR", str(toy_config.work_dir))
-    (toy_config.build_dir / "cudalab-exports.cmake").write_text("# prebuilt\n")
-    assert cli.main(["build", "toy", str(toy_submission), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["status"] == "built" and report["binary"].endswith("toy/alice/build/toy_submission")
 
 
 def test_build_verb_reports_errors_as_json_too(toy_config, monkeypatch, capsys, tmp_path):

@@ -1,94 +1,182 @@
-"""The wall-clock cross-check of docs/architecture.md, "Grading timing"."""
+"""Paced timing (cudalab/timing.py): the protocol driver against a peer that follows it or
+breaks it, and the cross-check that decides what a submission is scored on."""
 from __future__ import annotations
+
+import os
+import random
+import threading
+import time
 
 import pytest
 
-from cudalab.timing import BenchRun, Round, TimingSummary, cross_check, samples_for_target
+from cudalab.timing import ChannelClosed, Pace, ProtocolError, RoundTimes, cross_check, drive
 
 
-def rounds(start_s: float, per_sample_ms: float, event_ms: float | None, k1=10, k2=110, n=3):
-    """Process runs costing a fixed start-up plus per-sample time, reporting event_ms."""
-    def run(k):
-        return BenchRun(k, start_s + k * per_sample_ms / 1000.0, event_ms, 0.02)
-    return [Round(run(k1), run(k2)) for _ in range(n)]
+# --- the cross-check ---------------------------------------------------------------------
+
+def rounds(wall: list[float], event: float | None) -> list[RoundTimes]:
+    return [RoundTimes(w, event) for w in wall]
 
 
-def test_wall_estimate_cancels_start_up():
-    summary = TimingSummary.of(rounds(start_s=0.8, per_sample_ms=1.5, event_ms=1.0))
-    assert summary.wall_ms == pytest.approx(1.5)
-    assert summary.event_ms == 1.0 and summary.spread == 0.02
-    assert summary.wall_round_spread == pytest.approx(0.0)
+REFERENCE = rounds([1.30, 1.31, 1.30], 1.0)  # 0.3 ms of harness work per sample around 1 ms
 
 
-def test_honest_student_is_scored_on_their_event_time():
-    reference = TimingSummary.of(rounds(0.5, per_sample_ms=1.2, event_ms=1.0))  # 0.2 ms overhead
-    student = TimingSummary.of(rounds(0.9, per_sample_ms=2.2, event_ms=2.0))
-    check = cross_check(reference, student, factor=1.5)
-    assert check.reference_overhead_ms == pytest.approx(0.2)
-    assert check.student_wall_adjusted_ms == pytest.approx(2.0)
-    assert check.student_ms == pytest.approx(2.0) and check.ratio == pytest.approx(2.0)
+def test_honest_code_is_scored_on_its_own_event_time():
+    student = rounds([2.31, 2.30, 2.32], 2.0)
+    check = cross_check(REFERENCE, student, agreement=0.03, noise_floor=0.01)
+    assert check.overhead_ms == pytest.approx(0.30)
+    assert check.student_wall_estimate_ms == pytest.approx(2.01)
     assert not check.flagged and check.message == ""
+    assert check.student_ms == 2.0 and check.ratio == pytest.approx(2.0)
 
 
-def test_a_lie_is_scored_on_the_wall_clock_and_flagged():
-    reference = TimingSummary.of(rounds(0.5, per_sample_ms=1.2, event_ms=1.0))
-    student = TimingSummary.of(rounds(0.5, per_sample_ms=5.2, event_ms=0.1))
-    check = cross_check(reference, student, factor=1.5)
-    # 5.0 ms on the wall clock, less the noise floor (a quarter of the reference's 1.2 ms).
-    assert check.noise_ms == pytest.approx(0.3)
-    assert check.student_ms == pytest.approx(4.7) and check.ratio == pytest.approx(4.7)
-    assert check.flagged and check.disagreement == pytest.approx(47.0)
-    assert "scored on the wall clock" in check.message
+def test_a_lie_is_scored_on_the_clock_with_no_allowance_for_noise():
+    student = rounds([5.30, 5.31, 5.29], 0.1)  # reports 0.1 ms, takes 5 ms
+    check = cross_check(REFERENCE, student, agreement=0.03, noise_floor=0.01)
+    assert check.flagged
+    assert check.student_ms == check.student_wall_estimate_ms == pytest.approx(5.0)
+    assert check.ratio == pytest.approx(5.0)
+    assert "grader's clock" in check.message
 
 
-def test_small_disagreement_counts_only_beyond_the_noise():
-    reference = TimingSummary.of(rounds(0.5, per_sample_ms=1.0, event_ms=1.0))
-    student = TimingSummary.of(rounds(0.5, per_sample_ms=1.3, event_ms=1.0))
-    check = cross_check(reference, student, factor=1.5)
-    assert check.student_ms == pytest.approx(1.05) and not check.flagged
+def test_a_small_gap_within_agreement_and_noise_is_not_a_lie():
+    student = rounds([1.33, 1.32, 1.33], 1.0)  # 2-3 % above its event time
+    check = cross_check(REFERENCE, student, agreement=0.03, noise_floor=0.01)
+    assert not check.flagged and check.student_ms == 1.0
 
 
-def test_honest_code_is_not_penalised_by_noisy_rounds():
-    # Measured on an H200: the scan solution graded against itself, three rounds each.
-    def measured(pairs):
-        return [Round(BenchRun(10, lo, 0.2085), BenchRun(2000, hi, 0.2085)) for lo, hi in pairs]
-    reference = TimingSummary.of(measured([(3.577, 4.932), (3.429, 4.933), (3.629, 5.236)]))
-    student = TimingSummary.of(measured([(3.428, 5.183), (3.377, 5.083), (3.577, 4.984)]))
-    check = cross_check(reference, student, factor=1.5)
-    assert check.student_wall_adjusted_ms > 1.4 * check.student_event_ms  # noise alone
-    assert check.student_ms == pytest.approx(0.2085) and check.ratio == pytest.approx(1.0)
-    assert not check.flagged
+def test_reporting_more_than_the_clock_shows_is_scored_on_the_larger_figure():
+    student = rounds([1.30, 1.30, 1.30], 3.0)
+    check = cross_check(REFERENCE, student, agreement=0.03, noise_floor=0.01)
+    assert check.flagged and check.student_ms == 3.0
+    assert "your own, larger figure" in check.message
 
 
-def test_negative_reference_overhead_counts_as_zero():
-    reference = TimingSummary.of(rounds(0.5, per_sample_ms=0.9, event_ms=1.0))
-    student = TimingSummary.of(rounds(0.5, per_sample_ms=2.0, event_ms=2.0))
-    check = cross_check(reference, student, factor=1.5)
-    assert check.reference_overhead_ms == 0.0 and check.student_ms == pytest.approx(2.0)
+def test_no_event_time_is_scored_on_the_clock():
+    check = cross_check(REFERENCE, rounds([3.3, 3.3, 3.3], None), agreement=0.03, noise_floor=0.01)
+    assert check.flagged and check.student_ms == pytest.approx(3.0)
+    assert "no usable event times" in check.message
 
 
-def test_missing_event_time_falls_back_to_the_wall_clock():
-    reference = TimingSummary.of(rounds(0.5, per_sample_ms=1.0, event_ms=1.0))
-    student = TimingSummary.of(rounds(0.5, per_sample_ms=3.0, event_ms=None))
-    check = cross_check(reference, student, factor=1.5)
-    assert check.student_ms == pytest.approx(3.0) and check.flagged
-    assert "no usable event timing" in check.message
+def test_noisy_rounds_widen_the_noise_and_the_agreement_is_reported():
+    reference = rounds([1.30, 1.40, 1.31], 1.0)
+    check = cross_check(reference, rounds([2.3, 2.3, 2.3], 2.0), agreement=0.03, noise_floor=0.01)
+    assert check.noise_ms == pytest.approx(0.10)
+    assert check.reference_agreement == pytest.approx(0.10)
+    assert len(check.reference_round_estimates_ms) == 3
 
 
-def test_the_median_over_rounds_ignores_one_noisy_round():
-    good = rounds(0.5, per_sample_ms=1.0, event_ms=1.0, n=2)
-    noisy = Round(BenchRun(10, 0.51, 1.0), BenchRun(110, 2.0, 1.0))  # 14.9 ms per sample
-    summary = TimingSummary.of(good + [noisy])
-    assert summary.wall_ms == pytest.approx(1.0)
-
-
-def test_reference_without_event_time_is_an_error():
+def test_a_reference_without_event_time_is_an_error():
     with pytest.raises(ValueError):
-        cross_check(TimingSummary.of(rounds(0.5, 1.0, None)), TimingSummary.of(rounds(0.5, 1.0, 1.0)), 1.5)
+        cross_check(rounds([1.0], None), rounds([1.0], 1.0), agreement=0.03, noise_floor=0.01)
 
 
-@pytest.mark.parametrize("per_sample_ms, expected", [
-    (None, 40), (100.0, 40), (1.0, 510), (0.001, 2000),
+# --- the protocol driver -----------------------------------------------------------------
+
+class Peer:
+    """A stand-in for the harness's end of the control channel, on a thread."""
+
+    def __init__(self, answer):
+        self.to_peer_r, self.to_peer_w = os.pipe()
+        self.from_peer_r, self.from_peer_w = os.pipe()
+        self.answer = answer  # answer(words, say, read_line) handles one 'sample' message
+        self.seen: list[str] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self):
+        reader = os.fdopen(self.to_peer_r, "r")
+        writer = os.fdopen(self.from_peer_w, "w")
+
+        def say(line):
+            writer.write(line + "\n")
+            writer.flush()
+        try:
+            say("ready b_1000 c")
+            while True:
+                line = reader.readline().strip()
+                self.seen.append(line)
+                if line in ("end", ""):
+                    return
+                self.answer(line.split(), say, reader.readline)
+        except (BrokenPipeError, ValueError, OSError):
+            pass
+        finally:
+            writer.close()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        for fd in (self.from_peer_r, self.to_peer_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.thread.join(timeout=5)
+
+
+def honest(words, say, read_line):
+    time.sleep(0.001)
+    say(f"done {words[1]} 0.5 {'ab' * 16}")
+    if read_line().strip() == "keep":
+        say(f"kept {words[1]}")
+
+
+def pace(**overrides) -> Pace:
+    values = dict(warmup=2, samples=30, target_s=1.0, samples_min=10, samples_max=500, keep=2,
+                  sample_timeout_s=5.0, stop_when=None)
+    values.update(overrides)
+    return Pace(**values)
+
+
+def test_drive_times_each_sample_and_keeps_secret_draws():
+    with Peer(honest) as peer:
+        run = drive(peer.from_peer_r, peer.to_peer_w, pace(), "b_1000", rng=random.Random(4))
+    assert run.outputs == ["c"] and run.timed == 30 and len(run.reported_ms) == 30
+    assert all(w >= 1.0 for w in run.wall_ms)  # each sample slept 1 ms in the peer
+    assert len(run.kept) == 2 and all(k.hashes == {"c": "ab" * 16} for k in run.kept)
+    assert all(k.number >= 2 for k in run.kept)  # never a warm-up
+    samples = [line.split() for line in peer.seen if line.startswith("sample")]
+    assert [s[4] for s in samples[:3]] == ["warmup", "warmup", "timed"]
+    assert len({s[2] for s in samples}) == len(samples)  # a fresh seed for every sample
+    assert len({s[3] for s in samples}) == len(samples)  # and a fresh key
+    assert peer.seen[-1] == "end"
+
+
+def test_drive_calibrates_to_the_target_when_the_count_is_open():
+    with Peer(honest) as peer:
+        run = drive(peer.from_peer_r, peer.to_peer_w, pace(samples=None, target_s=0.05, samples_min=10), "b_1000")
+    assert 10 <= run.timed < 60  # about 50 samples of just over 1 ms
+
+
+def test_drive_stops_early_when_asked():
+    with Peer(honest) as peer:
+        run = drive(peer.from_peer_r, peer.to_peer_w, pace(stop_when=lambda r: r.timed >= 5), "b_1000")
+    assert run.stopped_early and run.timed == 5
+
+
+@pytest.mark.parametrize("reply, words", [
+    ("done 7 0.5 " + "ab" * 16, "not 'done 2 MS HASH"),      # the wrong sample number
+    ("done 2 0.5 nothex", "not 'done 2 MS HASH"),           # not a hash
+    ("done 2 fast " + "ab" * 16, "reported the time 'fast'"),
+    ("x" * 5000, "longer than the harness ever writes"),
 ])
-def test_second_run_sample_count(per_sample_ms, expected):
-    assert samples_for_target(10, 40, 2000, per_sample_ms, 0.5) == expected
+def test_drive_rejects_answers_that_break_the_protocol(reply, words):
+    def broken(w, say, read_line):
+        say(reply if w[1] == "2" else f"done {w[1]} 0.5 {'ab' * 16}")
+        read_line()
+    with Peer(broken) as peer, pytest.raises(ProtocolError, match=words):
+        drive(peer.from_peer_r, peer.to_peer_w, pace(keep=0), "b_1000")
+
+
+def test_drive_gives_up_on_a_silent_program():
+    with Peer(lambda w, say, read_line: time.sleep(2)) as peer, pytest.raises(ProtocolError, match="no answer"):
+        drive(peer.from_peer_r, peer.to_peer_w, pace(sample_timeout_s=0.2), "b_1000")
+
+
+def test_drive_tells_a_closed_channel_apart():
+    def dies(w, say, read_line):
+        raise BrokenPipeError
+    with Peer(dies) as peer, pytest.raises(ChannelClosed):
+        drive(peer.from_peer_r, peer.to_peer_w, pace(), "b_1000")

@@ -1,0 +1,132 @@
+"""Running a lab's programs for a grade, a student's run or the ladder: every lab binary
+and every checker runs in the sandbox, official binaries only after their hash has been
+checked against the manifest of the official build, and what a program wrote is read
+without trusting it (no links followed, sizes capped).
+
+Inside the sandbox a program sees itself at /cudalab/bin/<name> and its own folder at
+/cudalab/run (cwd and HOME, the only place it can write); a checker also sees the dump
+it judges, read-only, at /cudalab/dump.
+"""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Callable, Sequence
+
+from . import labs
+from .config import Config
+from .errors import GraderError
+from .exit_codes import Harness
+from .labspec import LabSpec
+from .sandbox import Bind, ProcessResult, Sandbox, run_limits
+from .sdk import Manifest, ManifestError
+
+RUN = "/cudalab/run"
+BIN = "/cudalab/bin"
+DUMP = "/cudalab/dump"
+_JSON_LIMIT = 16 * 1024 * 1024
+
+
+def fresh_dir(parent: Path, stem: str) -> Path:
+    """A new folder with an unpredictable name that the sandbox user can reach."""
+    parent.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix=f"{stem}-", dir=parent))
+    folder.chmod(0o755)
+    return folder
+
+
+def read_untrusted_json(path: Path, limit: int = _JSON_LIMIT) -> dict | None:
+    """A JSON object a program wrote, or None: never follows a link, never blocks on a FIFO,
+    never reads more than `limit` bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        return None
+    try:
+        parsed = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+class Runner:
+    """Runs one lab's binaries and checker in the sandbox, in folders under `scratch`."""
+
+    def __init__(self, config: Config, spec: LabSpec, scratch: Path, sandbox: Sandbox | None = None):
+        self.config, self.spec, self.scratch = config, spec, scratch
+        self.sandbox = sandbox or Sandbox.detect(config)
+        self._manifest: Manifest | None = None
+
+    @property
+    def manifest(self) -> Manifest:
+        if self._manifest is None:
+            try:
+                self._manifest = Manifest(self.config.build_dir)
+            except ManifestError as err:
+                raise GraderError(str(err)) from None
+        return self._manifest
+
+    def official(self, implementation: str) -> Path:
+        """An official binary of the lab ('solution', 'checker', 'ladder_<stem>', ...), after
+        checking that it is the one the build made."""
+        path = labs.official_binary(self.config, self.spec.name, implementation)
+        if not path.is_file():
+            raise GraderError(f"The official build has no {path}: the {self.spec.name} lab's "
+                              "targets were not built.")
+        try:
+            self.manifest.verify(path)
+        except ManifestError as err:
+            raise GraderError(str(err)) from None
+        return path
+
+    def run(self, binary: Path, args: Sequence[object], *, gpu: bool = True, timeout_s: float | None = None,
+            env: dict[str, str] | None = None, pass_fds: Sequence[int] = (),
+            during: Callable[[], bool] | None = None) -> tuple[ProcessResult, Path]:
+        """Run `binary` with `args` (inside paths: RUN/...) in a folder of its own; return the
+        result and that folder (on the host)."""
+        folder = fresh_dir(self.scratch, "run")
+        inside = f"{BIN}/{binary.name}"
+        result = self.sandbox.run([inside, *map(str, args)], workdir=Bind(folder, RUN, writable=True),
+                                  binds=[Bind(binary, inside)], limits=run_limits(self.config, timeout_s),
+                                  gpu=gpu, env=env, pass_fds=pass_fds, during=during)
+        return result, folder
+
+    def check(self, dump: Path, seed: int, *, cases: Sequence[str] = (), bench_case: str | None = None,
+              hash_key: str | None = None, hashes: dict[str, str] | None = None) -> dict[str, dict]:
+        """The trusted checker's verdict on a dump, per case name. It runs in the sandbox (the
+        dump is untrusted input); its verdict goes to a folder made now, with an
+        unpredictable name, so nothing a student's program left behind can pass for it."""
+        checker = self.official("checker")
+        inside = f"{BIN}/{checker.name}"
+        argv = [inside, "--seed", str(seed), "--dump", DUMP, "--verdict", f"{RUN}/verdict.json"]
+        for case in cases:
+            argv += ["--case", case]
+        if bench_case:
+            argv += ["--bench-case", bench_case]
+        if hash_key is not None:
+            argv += ["--hash-key", hash_key]
+            for output, value in (hashes or {}).items():
+                argv += ["--expect-hash", f"{output}={value}"]
+        folder = fresh_dir(self.scratch, "verdict")
+        if not dump.is_dir():
+            dump = fresh_dir(self.scratch, "empty-dump")  # nothing dumped: every case is missing
+        result = self.sandbox.run(argv, workdir=Bind(folder, RUN, writable=True),
+                                  binds=[Bind(checker, inside), Bind(dump, DUMP)],
+                                  limits=run_limits(self.config), gpu=False)
+        verdict = read_untrusted_json(folder / "verdict.json")
+        if result.exit_code not in (Harness.PASSED, Harness.FAILED) or verdict is None:
+            raise GraderError(f"The checker could not judge the outputs ({result.describe()}: "
+                              f"{result.stderr_head(4) or 'no message'}).")
+        return {c.get("name"): c for c in verdict.get("cases", []) if isinstance(c, dict)}
