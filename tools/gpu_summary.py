@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""The short table tools/gpu-check.sh prints last: test totals, each lab's ladder at
-every bench size, and the grades of each lab's solution and starter.
+"""The short table tools/gpu-check.sh prints last: the isolation in force, test totals,
+each lab's ladder at every bench size, the grades of each lab's solution and starter
+(with the timing cross-check: how far the reference's per-round wall-clock estimates
+moved, and where a grade's time went), and the hostile suite's table.
 
     gpu_summary.py OUT_DIR
 """
@@ -63,6 +65,7 @@ def main() -> int:
     print("=" * 100)
     device = (out / "device.txt").read_text().strip().splitlines()[-1] if (out / "device.txt").exists() else "?"
     print(f"device: {device}")
+    print(f"isolation: {(out / 'isolation.txt').read_text().strip()[:300] if (out / 'isolation.txt').exists() else '?'}")
     print(f"ctest:  {last_match(out / 'ctest.log', r'tests passed|tests failed')}")
     print(f"pytest: {last_match(out / 'pytest.log', r'passed|failed|error')}")
     for path in sorted(out.glob("sanitizer_*.log")):
@@ -71,13 +74,26 @@ def main() -> int:
         print(f"ladder {lab} (seed {ladder.get('seed')}, {ladder.get('samples')} samples):")
         print("\n".join(ladder_rows(ladder)))
     for name, g in results(out, "grade"):
-        score = g.get("score", {})
+        score = g.get("score") or {}
         first_fail = next((c.get("message", "") for c in g.get("cases", []) if c.get("status") != "passed"), "")
         perf = g.get("performance") or {}
+        seconds = (out / f"grade_{name}.time").read_text().strip() if (out / f"grade_{name}.time").exists() else "?"
         print(f"grade {name}: {g.get('status')} {score.get('total', '?')}/{score.get('total_max', '?')} "
               f"(correctness {score.get('correctness', '?')}, performance {score.get('performance', '?')}"
-              f"{', ratio %.3f' % perf['ratio'] if isinstance(perf.get('ratio'), (int, float)) else ''})"
+              f"{', ratio %.3f' % perf['ratio'] if isinstance(perf.get('ratio'), (int, float)) else ''}) in {seconds} s"
+              f"{'; ' + g.get('message', '')[:120] if g.get('status') != 'graded' else ''}"
               f"{'; first failure: ' + first_fail[:90] if first_fail else ''}")
+        check = perf.get("cross_check") or {}
+        if check:
+            estimates = ", ".join(f"{e:.4f}" for e in check.get("reference_round_estimates_ms", []))
+            print(f"    reference {check['reference_ms']:.4f} ms (event), wall {check['reference_wall_ms']:.4f} ms, "
+                  f"overhead {check['overhead_ms']:.4f} ms; per-round wall estimates [{estimates}] ms agree within "
+                  f"{100 * check['reference_agreement']:.2f}%; student reported {check['student_reported_ms']} ms, "
+                  f"clock {check['student_wall_estimate_ms']:.4f} ms, noise {check['noise_ms']:.4f} ms, "
+                  f"flagged {check['flagged']}; {perf.get('samples')} samples per run")
+    if (out / "suite.txt").exists():
+        print("hostile suite (graded through the sandbox):")
+        print((out / "suite.txt").read_text().rstrip())
     return 0
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything cudalab needs on a fresh Debian-like machine, and is quick when
-# nothing is missing: build tools and headers from apt (doctest, nlohmann-json), then a
-# virtual environment in .venv with the grader installed (Jinja2, rich, pytest).
+# nothing is missing: build tools, headers and the sandbox from apt (doctest,
+# nlohmann-json, bubblewrap), then a virtual environment in .venv with the grader
+# installed (Jinja2, rich, pytest).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -20,6 +21,8 @@ missing=()
 [ -f /usr/include/nlohmann/json.hpp ] || [ -f "$root/.deps/include/nlohmann/json.hpp" ] || missing+=(nlohmann-json3-dev)
 command -v ninja >/dev/null 2>&1 || missing+=(ninja-build)
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+# The grader's sandbox for student code (grading refuses to run without it).
+command -v bwrap >/dev/null 2>&1 || [ -x "$root/.deps/bwrap/usr/bin/bwrap" ] || missing+=(bubblewrap)
 if [ ${#missing[@]} -gt 0 ]; then
   if ! command -v apt-get >/dev/null 2>&1; then
     say "missing ${missing[*]} and there is no apt-get: install them with your package manager"; exit 1

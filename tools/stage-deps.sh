@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
-# Copies the header-only libraries the build needs (nlohmann-json, doctest) from this
-# machine's system into .deps/include (ignored by git), for a machine that has no
-# package registry: name .deps in what travels there, and CMake finds them.
+# Stages what the build and the grader need on a machine that has no package registry (a
+# lent GPU machine): the header-only libraries (nlohmann-json, doctest) copied from this
+# machine into .deps/include, and bubblewrap (the grader's sandbox) unpacked from its
+# Debian package into .deps/bwrap. .deps is ignored by git; name it in what travels there,
+# and CMake and the grader find what is in it.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mkdir -p "$root/.deps/include"
 cp -r /usr/include/nlohmann "$root/.deps/include/"
 cp -r /usr/include/doctest "$root/.deps/include/"
-echo "staged: $(du -sh "$root/.deps" | cut -f1) in .deps/include"
+if [ ! -x "$root/.deps/bwrap/usr/bin/bwrap" ]; then
+  scratch="$(mktemp -d)" && chmod 755 "$scratch"  # apt downloads as its own user
+  (cd "$scratch" && apt-get download -qq bubblewrap >/dev/null)
+  dpkg -x "$scratch"/bubblewrap_*.deb "$root/.deps/bwrap"
+  rm -rf "$scratch"
+fi
+echo "staged: $(du -sh "$root/.deps" | cut -f1) in .deps (include/, bwrap/)"
