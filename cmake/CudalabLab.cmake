@@ -199,10 +199,13 @@ function(cudalab_add_lab lab)
             "${Python3_EXECUTABLE}" -m cudalab.sdk assemble --lab ${lab} --out "${sdk_dir}"
             --architectures "${archs}" --build-type "${CMAKE_BUILD_TYPE}"
             --api-header "${dir}/${api_header}" --headers ${labkit_headers} --objects ${objects}
+            --root "${CUDALAB_ROOT}" --cmake "${CMAKE_COMMAND}" --ninja "${CMAKE_MAKE_PROGRAM}"
+            --source-name "${lab}.cu"
     DEPENDS ${objects} ${labkit_headers} "${dir}/${api_header}" "${CUDALAB_ROOT}/grader/cudalab/sdk.py"
-            "${CUDALAB_ROOT}/grader/cudalab/symbols.py"
+            "${CUDALAB_ROOT}/grader/cudalab/symbols.py" "${CUDALAB_ROOT}/cmake/submission/CMakeLists.txt"
+            "${CUDALAB_ROOT}/cmake/CudalabLab.cmake"
     COMMAND_EXPAND_LISTS VERBATIM
-    COMMENT "Assembling the ${lab} SDK (headers, official objects, symbol index)")
+    COMMENT "Assembling the ${lab} SDK (headers, official objects, symbol index, submission commands)")
   add_custom_target(${lab}_sdk ALL DEPENDS "${sdk_dir}/sdk.cmake")
   set_property(GLOBAL APPEND PROPERTY CUDALAB_OFFICIAL_FILES "${sdk_dir}/sdk.cmake")
 

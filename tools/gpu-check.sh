@@ -41,7 +41,7 @@ labs=${GPU_CHECK_LABS:-$(sed -n 's/^set(CUDALAB_OFFICIAL_LABS "\(.*\)")/\1/p' bu
 for lab in $labs; do
   step "grade $lab: solution and starter"
   for who in solution starter; do
-    /usr/bin/time -f "%e" -o "$out/grade_${lab}_${who}.time" python3 -m cudalab grade "$lab" "$who/$lab" \
+    /usr/bin/time -f "%e" -o "$out/grade_${lab}_${who}.time" python3 -m cudalab grade "$lab" "$([ $who = solution ] && echo solutions || echo starter)/$lab" \
       --json >"$out/grade_${lab}_${who}.json" 2>"$out/grade_${lab}_${who}.log" || tail -5 "$out/grade_${lab}_${who}.log"
   done
   if [ -n "${GPU_CHECK_LADDERS:-}" ]; then

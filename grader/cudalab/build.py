@@ -2,10 +2,12 @@
 
 A submission is staged first: only the files lab.toml lists are copied (no symlinks, none
 over the size limit) into a fresh folder the grader names, so a hand-in never brings its
-own build files and its own name is only ever data. Then cmake/submission builds it in the
-sandbox against the lab's SDK (build/<preset>/sdk/<lab>: labkit's headers, the API header
-and the official objects, nothing else from the repository), in three steps: compile the
-student's file, check its object's symbols (only the API crosses the link), link.
+own build files and its own name is only ever data. Then it is built in the sandbox
+against the lab's SDK (build/<preset>/sdk/<lab>: labkit's headers, the API header and the
+official objects, nothing else from the repository) with the compile and link commands
+CMake generated for it (the SDK's build.json, from cmake/submission), in three steps:
+compile the student's file, check its object's symbols (only the API crosses the link),
+link.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from . import console, labs, symbols
+from . import console, labs, sdk as sdk_module, symbols
 from .config import Config, MIB
 from .errors import CompileError, GraderError, SubmissionError
 from .labspec import LabSpec
@@ -30,7 +32,7 @@ _BUILD_LOG_CAP = 4 * MIB
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # Where a submission build sees its pieces inside the sandbox (fixed, whatever the names
 # and paths on the host).
-_CMAKE, _SDK, _SRC, _BUILD = "/cudalab/cmake", "/cudalab/sdk", "/cudalab/src", "/cudalab/build"
+_SDK, _SRC, _BUILD = sdk_module.INSIDE_SDK, sdk_module.INSIDE_SOURCES, sdk_module.INSIDE_BUILD
 _ERROR = re.compile(r"error|undefined reference|multiple definition", re.IGNORECASE)
 _NOISE = re.compile(r"^(\[\d+/\d+\]|FAILED:|ninja: )|\s-c\s.*\s-o\s|\s-o\s.*\s-c\s")
 
@@ -221,16 +223,9 @@ def _inside_to_host(text: str, inside: str, host: Path) -> Path | None:
     return host / str(path)[len(inside) + 1:]
 
 
-def check_object_symbols(step, spec: LabSpec, sdk: Path, build_dir: Path, source_name: str) -> None:
+def check_object_symbols(step, spec: LabSpec, sdk: Path, obj_inside: str, source_name: str) -> None:
     """Only the API crosses the link: the compiled student object may define the lab's API
     functions and its own helpers, nothing the harness, labkit or a library defines."""
-    listed = build_dir / "objects" / "submission_impl.txt"
-    try:
-        obj_inside = listed.read_text(encoding="utf-8").strip()
-    except OSError:
-        raise GraderError(f"The submission build left no {listed}: cannot find the compiled object.") from None
-    if _inside_to_host(obj_inside, _BUILD, build_dir) is None:
-        raise GraderError(f"The submission build named an object outside its folder ({obj_inside!r}).")
     listing = step(symbols.nm_defined_argv(Path(obj_inside)))
     if listing.exit_code != 0:
         raise GraderError(f"Listing the symbols of {source_name}'s object failed ({listing.describe()}): "
@@ -247,6 +242,16 @@ def check_object_symbols(step, spec: LabSpec, sdk: Path, build_dir: Path, source
                            [v.sentence for v in violations])
 
 
+def _commands(sdk: Path) -> dict:
+    try:
+        commands = json.loads((sdk / "build.json").read_text(encoding="utf-8"))
+        if not all(isinstance(commands.get(k), str) for k in ("compile", "object", "link", "binary")):
+            raise ValueError("a command is missing")
+        return commands
+    except (OSError, ValueError) as err:
+        raise GraderError(f"The SDK {sdk} has no usable build.json ({err}); rebuild the official tree.") from None
+
+
 def build_submission(config: Config, spec: LabSpec, folder: Path, work: Path) -> SubmissionBuild:
     """Stage `folder` into work/src and build it, in the sandbox, in work/build against the
     lab's SDK: compile, check the object's symbols, link."""
@@ -254,27 +259,28 @@ def build_submission(config: Config, spec: LabSpec, folder: Path, work: Path) ->
     for name in staged.ignored:
         console.warn(f"ignored {name}: the {spec.name} lab only takes {', '.join(spec.files)}")
     sdk = _sdk(config, spec)
+    commands = _commands(sdk)
     source = next(name for name in spec.files if name.endswith(".cu"))
     build_dir = work / "build"
     if build_dir.exists():
         shutil.rmtree(build_dir)
-    build_dir.mkdir(parents=True)
+    obj_host = _inside_to_host(commands["object"] if commands["object"].startswith("/")
+                               else f"{_BUILD}/{commands['object']}", _BUILD, build_dir)
+    if obj_host is None:
+        raise GraderError(f"The SDK's build.json puts the object outside the build folder ({commands['object']!r}).")
+    obj_host.parent.mkdir(parents=True)  # what ninja would have made
     sandbox = Sandbox.detect(config)
-    binds = [Bind(config.root / "cmake", _CMAKE), Bind(sdk, _SDK), Bind(staged.copy_dir, _SRC)]
+    binds = [Bind(sdk, _SDK), Bind(staged.copy_dir, _SRC)]
     workdir = Bind(build_dir, _BUILD, writable=True)
 
     def step(argv: list[str]) -> ProcessResult:
-        console.info("$ " + " ".join(argv))
         return sandbox.run(argv, workdir=workdir, binds=binds, limits=build_limits(config), gpu=False)
 
-    configure = step(["cmake", "-S", f"{_CMAKE}/submission", "-B", _BUILD, "-G", "Ninja",
-                      f"-DCUDALAB_SDK={_SDK}", f"-DCUDALAB_SOURCE={_SRC}/{source}"])
-    if configure.exit_code != 0:
-        raise GraderError(f"Configuring the submission build failed ({configure.describe()}):\n"
-                          f"{_tail(configure)}")
+    # The commands are CMake's, with only the sandbox's fixed paths in them: no name from
+    # the hand-in reaches this shell.
     console.info(f"Compiling {source}")
-    compiled = step(["cmake", "--build", _BUILD, "--target", "submission_impl"])
-    log = _log(configure) + _log(compiled)
+    compiled = step(["/bin/sh", "-c", commands["compile"]])
+    log = _log(compiled)
     if compiled.exit_code != 0:
         if compiled.timed_out:
             raise GraderError(f"Compiling the submission took longer than "
@@ -283,14 +289,14 @@ def build_submission(config: Config, spec: LabSpec, folder: Path, work: Path) ->
         raise CompileError(f"{' and '.join(spec.files)} did not compile against the official "
                            f"{spec.name} harness. Fix the first error below, then build again.",
                            feedback)
-    check_object_symbols(step, spec, sdk, build_dir, source)
-    linked = step(["cmake", "--build", _BUILD])
+    check_object_symbols(step, spec, sdk, f"{_BUILD}/{obj_host.relative_to(build_dir)}", source)
+    linked = step(["/bin/sh", "-c", commands["link"]])
     log += _log(linked)
     if linked.exit_code != 0:
         feedback = compile_feedback(_log(linked), spec.files, _SRC, config.compile_feedback_lines)
         raise CompileError(f"{source} compiled but did not link with the official {spec.name} harness. "
                            "Compare your functions with the lab's API header.", feedback)
-    binary = build_dir / f"{spec.name}_submission"
+    binary = build_dir / commands["binary"]
     if not binary.is_file() or binary.is_symlink():
         raise GraderError(f"The submission build succeeded but made no {binary}.")
     return SubmissionBuild(binary, staged, log)

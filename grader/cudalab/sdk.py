@@ -4,7 +4,10 @@ The SDK of a lab (``build/<preset>/sdk/<lab>/``) is everything a submission is b
 against, and nothing more: labkit's headers and the lab's API header (``include/``), the
 official objects in link order (``objects/``: the harness with ``main`` first, then the
 lab's problem and labkit; no CPU reference), ``symbols.json`` (the index the symbol check
-reads) and ``sdk.cmake`` (what ``cmake/submission`` includes). The grader's sandbox shows a
+reads), ``sdk.cmake`` (what ``cmake/submission`` includes) and ``build.json``: the compile
+and link commands CMake generates for a submission (cmake/submission, configured once
+here), with the sandbox's fixed paths in them, so a submission is built with exactly the
+solution's flags and needs only the compilers inside the sandbox, not CMake. The grader's sandbox shows a
 submission's build this folder and not the repository, so no solution, no other
 submission and no reference source is within reach of an ``#include``.
 
@@ -22,6 +25,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -54,10 +58,48 @@ def _cmake_quote(path: str) -> str:
     return '"' + path.replace("\\", "/").replace('"', '\\"') + '"'
 
 
+# Where a submission build sees its pieces inside the grader's sandbox.
+INSIDE_SDK, INSIDE_SOURCES, INSIDE_BUILD = "/cudalab/sdk", "/cudalab/src", "/cudalab/build"
+
+
+def _submission_commands(lab: str, sdk: Path, root: Path, cmake: str, ninja: str, source_name: str) -> dict:
+    """Configure cmake/submission once, over a placeholder source, and read back the commands
+    that compile the student's file and link the program, moved to the sandbox's paths."""
+    import shlex
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix=f"cudalab-sdk-{lab}-") as scratch:
+        sources, build = Path(scratch) / "src", Path(scratch) / "build"
+        sources.mkdir()
+        (sources / source_name).write_text("// placeholder\n")
+        subprocess.run([cmake, "-S", str(root / "cmake" / "submission"), "-B", str(build), "-G", "Ninja",
+                        f"-DCUDALAB_SDK={sdk}", f"-DCUDALAB_SOURCE={sources / source_name}"],
+                       check=True, capture_output=True, text=True)
+
+        def commands(target: str) -> list[str]:
+            done = subprocess.run([ninja, "-C", str(build), "-t", "commands", target],
+                                  check=True, capture_output=True, text=True)
+            return [line for line in done.stdout.splitlines() if line.strip()]
+
+        def inside(command: str) -> str:
+            for host, moved in ((str(build), INSIDE_BUILD), (str(sdk), INSIDE_SDK), (str(sources), INSIDE_SOURCES)):
+                command = command.replace(host, moved)
+            if scratch in command:
+                raise RuntimeError(f"a submission command still names {scratch}: {command}")
+            return command
+
+        compile_command = inside(commands("submission_impl")[-1])
+        link_command = inside(commands("submission")[-1])
+        words = shlex.split(compile_command)
+        obj = words[words.index("-o") + 1]
+    return {"cwd": INSIDE_BUILD, "compile": compile_command, "object": obj, "link": link_command,
+            "binary": f"{lab}_submission"}
+
+
 def assemble(lab: str, out: Path, *, architectures: str, build_type: str, api_header: Path,
-             headers: Sequence[Path], objects: Sequence[Path]) -> None:
-    """Build the SDK in a fresh folder beside `out`, then put it in place; sdk.cmake,
-    the build's stamp, is written last."""
+             headers: Sequence[Path], objects: Sequence[Path], root: Path, cmake: str, ninja: str,
+             source_name: str) -> None:
+    """Build the SDK in a fresh folder beside `out`, then put it in place: the folder
+    appears whole or not at all."""
     from . import symbols  # the symbol index (standard library only, like this module)
 
     staging = out.with_name(out.name + ".staging")
@@ -91,6 +133,8 @@ def assemble(lab: str, out: Path, *, architectures: str, build_type: str, api_he
         "set(CUDALAB_SDK_INCLUDE_DIR \"${CMAKE_CURRENT_LIST_DIR}/include\")\n"
         "set(CUDALAB_SDK_OBJECTS\n" + "".join(f"  \"{r}\"\n" for r in relative) + ")\n",
         encoding="utf-8")
+    build_commands = _submission_commands(lab, staging, root, cmake, ninja, source_name)
+    (staging / "build.json").write_text(json.dumps(build_commands, indent=1) + "\n", encoding="utf-8")
     shutil.rmtree(out, ignore_errors=True)
     os.replace(staging, out)
 
@@ -177,6 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--api-header", type=Path, required=True)
     a.add_argument("--headers", type=Path, nargs="+", required=True)
     a.add_argument("--objects", type=Path, nargs="+", required=True)
+    a.add_argument("--root", type=Path, required=True, help="the repository (for cmake/submission)")
+    a.add_argument("--cmake", required=True, help="the cmake program of the official build")
+    a.add_argument("--ninja", required=True, help="its ninja program")
+    a.add_argument("--source-name", required=True, help="the student's .cu file name")
     m = verbs.add_parser("manifest", help="write the official build's manifest")
     m.add_argument("--out", type=Path, required=True)
     m.add_argument("--root", type=Path, required=True)
@@ -185,9 +233,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.verb == "assemble":
             assemble(args.lab, args.out, architectures=args.architectures, build_type=args.build_type,
-                     api_header=args.api_header, headers=args.headers, objects=args.objects)
+                     api_header=args.api_header, headers=args.headers, objects=args.objects, root=args.root,
+                     cmake=args.cmake, ninja=args.ninja, source_name=args.source_name)
         else:
             write_manifest(args.out, args.root, args.files)
+    except subprocess.CalledProcessError as err:
+        print(f"cudalab.sdk {args.verb}: {' '.join(err.cmd)} failed:\n{err.stdout}{err.stderr}", file=sys.stderr)
+        return 1
     except (OSError, ValueError, RuntimeError) as err:
         print(f"cudalab.sdk {args.verb}: {err}", file=sys.stderr)
         return 1

@@ -201,8 +201,11 @@ def test_a_submission_builds_in_the_sandbox_against_the_sdk(tmp_path):
     folder = hand_in(tmp_path, "alice", (REPO / "starter" / "vector_add" / "vector_add.cu").read_text())
     built = build.build_submission(config, spec, folder, tmp_path / "work" / "alice")
     assert built.binary.is_file() and built.binary.name == "vector_add_submission"
-    # The compiler only ever saw the sandbox's fixed paths, never the hand-in's own.
-    assert "/cudalab/src/vector_add.cu" in built.log and str(folder) not in built.log
+    # The compiler only ever sees the sandbox's fixed paths, never the hand-in's own.
+    commands = json.loads((config.build_dir / "sdk" / "vector_add" / "build.json").read_text())
+    assert "-c /cudalab/src/vector_add.cu" in commands["compile"]
+    assert str(config.root) not in commands["compile"] + commands["link"]
+    assert str(folder) not in built.log
 
 
 @pytest.mark.needs_build
