@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import stat
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from . import console, labs, sdk as sdk_module, symbols
 from .config import Config, MIB
 from .errors import CompileError, GraderError, SubmissionError
 from .labspec import LabSpec
-from .sandbox import Bind, ProcessResult, Sandbox, build_limits, run_process
+from .sandbox import Bind, ProcessResult, Sandbox, build_limits, run_process, toolchain_roots
 from .sdk import Manifest, ManifestError
 
 _BUILD_LOG_CAP = 4 * MIB
@@ -252,6 +253,15 @@ def _commands(sdk: Path) -> dict:
         raise GraderError(f"The SDK {sdk} has no usable build.json ({err}); rebuild the official tree.") from None
 
 
+def _toolchain(config: Config, commands: dict) -> tuple[Path, ...]:
+    """Where the compilers the commands use live, when that is outside /usr (a GCC under
+    /opt, say): the commands' own programs, and the host compiler nvcc finds on PATH."""
+    words = [w.split("=", 1)[-1] for c in (commands["compile"], commands["link"]) for w in shlex.split(c)]
+    found = [shutil.which(tool) for tool in ("g++", "gcc", "c++", "cc")]
+    return toolchain_roots([w for w in words if w.startswith("/")] + [f for f in found if f],
+                           protect=[config.root, config.work_dir, config.build_dir])
+
+
 def build_submission(config: Config, spec: LabSpec, folder: Path, work: Path) -> SubmissionBuild:
     """Stage `folder` into work/src and build it, in the sandbox, in work/build against the
     lab's SDK: compile, check the object's symbols, link."""
@@ -272,9 +282,11 @@ def build_submission(config: Config, spec: LabSpec, folder: Path, work: Path) ->
     sandbox = Sandbox.detect(config)
     binds = [Bind(sdk, _SDK), Bind(staged.copy_dir, _SRC)]
     workdir = Bind(build_dir, _BUILD, writable=True)
+    toolchain = _toolchain(config, commands)
 
     def step(argv: list[str]) -> ProcessResult:
-        return sandbox.run(argv, workdir=workdir, binds=binds, limits=build_limits(config), gpu=False)
+        return sandbox.run(argv, workdir=workdir, binds=binds, limits=build_limits(config), gpu=False,
+                           toolchain=toolchain)
 
     # The commands are CMake's, with only the sandbox's fixed paths in them: no name from
     # the hand-in reaches this shell.

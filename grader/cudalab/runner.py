@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
@@ -21,7 +23,7 @@ from .config import Config
 from .errors import GraderError
 from .exit_codes import Harness
 from .labspec import LabSpec
-from .sandbox import Bind, ProcessResult, Sandbox, run_limits
+from .sandbox import Bind, ProcessResult, Sandbox, run_limits, toolchain_roots
 from .sdk import Manifest, ManifestError
 
 RUN = "/cudalab/run"
@@ -61,6 +63,23 @@ def read_untrusted_json(path: Path, limit: int = _JSON_LIMIT) -> dict | None:
     return parsed if isinstance(parsed, dict) else None
 
 
+_LDD_LINE = re.compile(r"=>\s+(/\S+)")
+
+
+def shared_library_roots(config: Config, binaries: Sequence[Path]) -> tuple[Path, ...]:
+    """Where the shared libraries of trusted (official) binaries live, when outside /usr:
+    the sandbox must show them (a libstdc++ under /opt/gcc, say). Never run on a student's
+    binary: ldd may execute the program it inspects."""
+    found = []
+    for binary in binaries:
+        try:
+            done = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, timeout=30, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        found += _LDD_LINE.findall(done.stdout)
+    return toolchain_roots(found, protect=[config.root, config.work_dir, config.build_dir])
+
+
 class Runner:
     """Runs one lab's binaries and checker in the sandbox, in folders under `scratch`."""
 
@@ -68,6 +87,16 @@ class Runner:
         self.config, self.spec, self.scratch = config, spec, scratch
         self.sandbox = sandbox or Sandbox.detect(config)
         self._manifest: Manifest | None = None
+        self._toolchain: tuple[Path, ...] | None = None
+
+    @property
+    def toolchain(self) -> tuple[Path, ...]:
+        """Folders outside /usr the lab's programs need (their shared libraries), found
+        once from the official binaries."""
+        if self._toolchain is None:
+            official = [labs.official_binary(self.config, self.spec.name, i) for i in ("solution", "checker")]
+            self._toolchain = shared_library_roots(self.config, [b for b in official if b.is_file()])
+        return self._toolchain
 
     @property
     def manifest(self) -> Manifest:
@@ -100,7 +129,7 @@ class Runner:
         inside = f"{BIN}/{binary.name}"
         result = self.sandbox.run([inside, *map(str, args)], workdir=Bind(folder, RUN, writable=True),
                                   binds=[Bind(binary, inside)], limits=run_limits(self.config, timeout_s),
-                                  gpu=gpu, env=env, pass_fds=pass_fds, during=during)
+                                  gpu=gpu, env=env, pass_fds=pass_fds, during=during, toolchain=self.toolchain)
         return result, folder
 
     def check(self, dump: Path, seed: int, *, cases: Sequence[str] = (), bench_case: str | None = None,
@@ -124,7 +153,7 @@ class Runner:
             dump = fresh_dir(self.scratch, "empty-dump")  # nothing dumped: every case is missing
         result = self.sandbox.run(argv, workdir=Bind(folder, RUN, writable=True),
                                   binds=[Bind(checker, inside), Bind(dump, DUMP)],
-                                  limits=run_limits(self.config), gpu=False)
+                                  limits=run_limits(self.config), gpu=False, toolchain=self.toolchain)
         verdict = read_untrusted_json(folder / "verdict.json")
         if result.exit_code not in (Harness.PASSED, Harness.FAILED) or verdict is None:
             raise GraderError(f"The checker could not judge the outputs ({result.describe()}: "

@@ -32,7 +32,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from .config import Config
 from .errors import GraderError
@@ -674,6 +674,30 @@ def _gpu_view() -> list[str]:
     return view
 
 
+_SYSTEM_PREFIXES = ("/usr/", "/lib/", "/lib64/", "/lib32/", "/libx32/", "/bin/", "/sbin/")
+
+
+def toolchain_roots(paths: Iterable[str | Path], protect: Sequence[Path] = ()) -> tuple[Path, ...]:
+    """The folders, outside /usr, that hold tools or libraries a sandboxed run needs (a
+    compiler under /opt/gcc, say): for each absolute path, the top two levels of its real
+    location (/opt/gcc). Never a folder that holds anything in `protect` (the repository,
+    the grading folders), so no bind can bring solutions or submissions into view."""
+    roots: set[Path] = set()
+    protected = [Path(os.path.realpath(p)) for p in protect]
+    for path in paths:
+        real = Path(os.path.realpath(path))
+        if not real.is_absolute() or not real.exists() or str(real).startswith(_SYSTEM_PREFIXES):
+            continue
+        parts = real.parts
+        if len(parts) < 3 or parts[1] in ("proc", "dev", "sys", "tmp", "cudalab", "etc", "root", "home"):
+            continue
+        root = Path(*parts[:3])
+        if any(root == p or root in p.parents for p in protected):
+            continue
+        roots.add(root)
+    return tuple(sorted(roots))
+
+
 def _permits(st: os.stat_result, uid: int, gid: int, bits: int) -> bool:
     if st.st_uid == uid:
         mode = st.st_mode >> 6
@@ -929,14 +953,17 @@ class Sandbox:
 
     def run(self, argv: Sequence[str], *, workdir: Bind, binds: Sequence[Bind] = (),
             limits: Limits, gpu: bool = False, env: dict[str, str] | None = None,
-            pass_fds: Sequence[int] = (), during: Callable[[], bool] | None = None) -> ProcessResult:
+            pass_fds: Sequence[int] = (), during: Callable[[], bool] | None = None,
+            toolchain: Sequence[Path] = ()) -> ProcessResult:
         """Run argv (in inside coordinates) with `workdir` as its writable cwd and HOME and
         `binds` as the only other folders it sees. Never raises for the program's own
         failures; raises GraderError when the sandbox itself cannot be set up.
 
         `pass_fds` reach the program under the same numbers (the grader's copies are closed
         once it has them); `during()` runs while the program does, and returning False stops
-        the program at once (paced timing talks to the program this way).
+        the program at once (paced timing talks to the program this way). `toolchain`
+        folders (from toolchain_roots) are shown read-only at their own paths, their bin/
+        folders first on PATH.
 
         The workdir's files are the program's: read them afterwards without following links
         (or inside another sandbox), since it may have replaced any of them."""
@@ -954,7 +981,7 @@ class Sandbox:
                 raise GraderError(f"Cannot bind {bind.host} into the sandbox at {bind.inside}: "
                                   "it does not exist.")
         isolation = self.isolation_for(limits)
-        talk = {"pass_fds": tuple(pass_fds), "during": during}
+        talk = {"pass_fds": tuple(pass_fds), "during": during, "toolchain": tuple(toolchain)}
         if self._bubblewrap is None:
             return self._run_unsandboxed(argv, workdir, every_bind, limits, env, isolation, talk)
         return self._run_in_bubblewrap(argv, workdir, every_bind, limits, gpu, env, isolation, talk)
@@ -981,13 +1008,19 @@ class Sandbox:
                 if bind.writable:
                     _chown_tree(bind.host, uid)
         command = [self._bubblewrap.program, *self._bubblewrap.options, *_system_view()]
+        for root in talk["toolchain"]:
+            command += ["--ro-bind", str(root), str(root)]
         if gpu:
             command += _gpu_view()
         # Shallow mount points first, so a bind inside another one lands on top of it.
         for bind in sorted(every_bind, key=lambda b: b.inside.count("/")):
             command += ["--bind" if bind.writable else "--ro-bind", str(bind.host), bind.inside]
         command += ["--chdir", workdir.inside]
-        for key, value in self._inside_env(workdir, env).items():
+        inside_env = self._inside_env(workdir, env)
+        tool_bins = [str(root / "bin") for root in talk["toolchain"] if (root / "bin").is_dir()]
+        if tool_bins:
+            inside_env["PATH"] = ":".join(tool_bins + [inside_env["PATH"]])
+        for key, value in inside_env.items():
             command += ["--setenv", key, value]
         cgroup = self._run_cgroup(limits)
         # bubblewrap says on this pipe the host pid of the namespace's init, and the program's

@@ -695,3 +695,20 @@ def test_official_needs_a_sandbox_and_no_root_child():
     assert not isolation("none", None).official
     assert isolation("bubblewrap", 65534).official
     assert isolation("bubblewrap", None).official == (os.geteuid() != 0)
+
+
+def test_toolchain_roots_show_tools_outside_usr_but_never_the_repository():
+    """Proves: a compiler or library outside /usr (e.g. /opt/gcc) is shown by its top
+    folder, system paths add nothing, and no folder holding the repository is ever shown."""
+    if not os.access("/opt", os.W_OK):
+        pytest.skip("needs a writable /opt to stand in for a toolchain outside /usr")
+    top = Path(tempfile.mkdtemp(prefix="cudalab-toolchain-", dir="/opt"))
+    try:
+        tool = top / "bin" / "g++"
+        tool.parent.mkdir()
+        tool.write_text("")
+        assert sandbox_module.toolchain_roots([tool, "/usr/bin/true", "/no/such/thing"]) == (top,)
+        assert sandbox_module.toolchain_roots([tool], protect=[top / "repo"]) == ()
+        assert sandbox_module.toolchain_roots(["/proc/self/exe", "/etc/passwd", "/tmp"]) == ()
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
