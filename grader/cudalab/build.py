@@ -278,7 +278,13 @@ def build_submission(config: Config, spec: LabSpec, folder: Path, work: Path) ->
                                else f"{_BUILD}/{commands['object']}", _BUILD, build_dir)
     if obj_host is None:
         raise GraderError(f"The SDK's build.json puts the object outside the build folder ({commands['object']!r}).")
-    obj_host.parent.mkdir(parents=True)  # what ninja would have made
+    # The folders ninja would have made for the commands' outputs (the object, and files
+    # such as a linker dependency file that newer CMake versions ask for).
+    for command in (commands["compile"], commands["link"]):
+        for word in shlex.split(command):
+            for part in re.split(r"[=,]", word):
+                if part.startswith("CMakeFiles/") and ".." not in part:
+                    (build_dir / part).parent.mkdir(parents=True, exist_ok=True)
     sandbox = Sandbox.detect(config)
     binds = [Bind(sdk, _SDK), Bind(staged.copy_dir, _SRC)]
     workdir = Bind(build_dir, _BUILD, writable=True)
