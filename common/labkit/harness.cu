@@ -228,7 +228,10 @@ int run_bench(Session& s) {
 //
 // The grader sends each sample's seed and hash key and reads back, per sample, the
 // event time and the outputs' hashes; it times every sample on its own clock, and it
-// decides only after a sample has ended whether it wants that sample's outputs.
+// decides only after a sample has ended whether it wants that sample's outputs. A
+// "blank" sample does all the harness's own work but does not call the implementation:
+// its time on the grader's clock is the overhead that the timed samples, mixed among
+// the blank ones in an order the program cannot know, also carry.
 // Messages are single text lines (docs/architecture.md, "Paced timing").
 
 class ControlChannel {
@@ -294,11 +297,14 @@ int run_paced(Session& s) {
         if (!line) throw UsageError("the grader closed the control channel without saying end");
         const auto w = words(*line);
         if (w.size() == 1 && w[0] == "end") break;
-        if (w.size() != 5 || w[0] != "sample" || (w[4] != "timed" && w[4] != "warmup"))
-            throw UsageError("unexpected control line '" + *line + "' (expected 'sample N SEED KEY timed|warmup')");
+        if (w.size() != 5 || w[0] != "sample" || (w[4] != "timed" && w[4] != "warmup" && w[4] != "blank"))
+            throw UsageError("unexpected control line '" + *line + "' (expected 'sample N SEED KEY timed|warmup|blank')");
         const std::uint64_t number = parse_u64(w[1], "sample number"), seed = parse_u64(w[2], "sample seed");
         const Hash128 key = hash_from_hex(w[3]);
-        const double ms = timer.time_sample([&] { c.prepare(seed); }, [&] { c.run().run(); });
+        const bool blank = w[4] == "blank";
+        const double ms = timer.time_sample([&] { c.prepare(seed); }, [&] {
+            if (!blank) c.run().run();
+        });
         if (w[4] == "timed") timed_ms.push_back(ms);
         std::ostringstream reply;
         reply << "done " << w[1] << ' ' << std::to_string(ms);

@@ -58,10 +58,10 @@ class Config:
     timing_warmup: int = _setting(5, "Untimed samples at the start of every paced timing run.")
     samples_min: int = _setting(50, "Fewest timed samples in one paced timing run.")
     samples_max: int = _setting(20000, "Most timed samples in one paced timing run.")
-    timing_target_s: float = _setting(1.0, "How long the reference's timed samples of one run "
-                                      "take (on the grader's clock); the submission then gets as "
-                                      "many samples. The median of many samples keeps each "
-                                      "round's estimate steady.")
+    timing_target_s: float = _setting(0.75, "How long the reference's timed samples of one run "
+                                      "take (on the grader's clock; as many blank samples come "
+                                      "on top); the submission then gets as many samples. The "
+                                      "median of many samples keeps each round's estimate steady.")
     timing_rounds: int = _setting(3, "Rounds of alternating reference/submission timing runs.")
     kept_samples: int = _setting(2, "Timed samples per submission run, drawn in secret, whose "
                                  "outputs the checker judges (each against its own inputs and "

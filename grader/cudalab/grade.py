@@ -69,9 +69,7 @@ class _PerformanceZero(Exception):
 def rough_ratio(reference: PacedRun, student: PacedRun) -> float:
     """The student's time over the reference's from one round of each, on the grader's
     clock: enough to see a submission is far too slow, without the cross-check."""
-    ref_event = reference.reported_median_ms() or reference.wall_median_ms()
-    overhead = max(0.0, reference.wall_median_ms() - ref_event)
-    return (statistics.median(student.wall_ms) - overhead) / ref_event
+    return student.call_ms() / (reference.reported_median_ms() or reference.call_ms())
 
 
 class GradingSession:
@@ -175,7 +173,7 @@ class GradingSession:
         """Stops a submission's run once its wall-clock time per sample is clearly past the
         zero-marks ratio: the rest of the samples could not change its points."""
         limit = 1.25 * self.spec.scoring.zero_marks_ratio
-        return lambda run: run.timed >= 20 and rough_ratio(reference, run) > limit
+        return lambda run: run.timed >= 20 and bool(run.blank_ms) and rough_ratio(reference, run) > limit
 
     def measure_performance(self) -> dict:
         config, scoring = self.config, self.spec.scoring

@@ -9,11 +9,13 @@ nothing the program says makes that interval shorter. A few samples, drawn in se
 are kept: the grader asks for a sample's outputs only after its answer arrived, and the
 checker later holds the dumped outputs to the hashes reported and to the reference.
 
-The student's time is the median of its per-sample wall times less the per-sample
-overhead the reference shows (its wall median minus its own event median; the harness
-code around the sample is the same for both). The event times a submission reports are
-used only while they agree with that wall-clock estimate within the measured noise; when
-they do not, the submission is scored on the wall clock, with no allowance for noise.
+Timed samples are mixed, in an order drawn in secret, with as many blank ones, in which
+the harness does all its own work but does not call the code under test. A process's
+time per call on the grader's clock is the median of its timed samples less the median
+of its blank ones: the harness's work, the pipes and the host's latency cancel within
+the one process and the same seconds. The event times a submission reports are used
+only while they agree with that estimate within the measured noise; when they do not,
+the submission is scored on the grader's clock, with no allowance for noise.
 """
 from __future__ import annotations
 
@@ -54,6 +56,7 @@ class PacedRun:
     """One process's paced samples, as the grader measured them."""
     outputs: list[str] = field(default_factory=list)
     wall_ms: list[float] = field(default_factory=list)       # timed samples, grader's clock
+    blank_ms: list[float] = field(default_factory=list)      # blank samples, grader's clock
     reported_ms: list[float] = field(default_factory=list)   # the program's own event times
     kept: list[KeptSample] = field(default_factory=list)
     stopped_early: bool = False
@@ -62,8 +65,9 @@ class PacedRun:
     def timed(self) -> int:
         return len(self.wall_ms)
 
-    def wall_median_ms(self) -> float:
-        return statistics.median(self.wall_ms)
+    def call_ms(self) -> float:
+        """One call of the code under test on the grader's clock: timed less blank."""
+        return statistics.median(self.wall_ms) - (statistics.median(self.blank_ms) if self.blank_ms else 0.0)
 
     def reported_median_ms(self) -> float | None:
         return statistics.median(self.reported_ms) if self.reported_ms else None
@@ -134,17 +138,13 @@ def drive(read_fd: int, write_fd: int, pace: Pace, case: str, rng=secrets.System
     # The kept samples are drawn now, in secret, among those the run will surely reach.
     drawable = pace.samples if pace.samples is not None else pace.samples_min
     keep_at = set(rng.sample(range(drawable), min(pace.keep, drawable)))
-    timed_s = 0.0
-    number = 0
-    while True:
-        timed = number >= pace.warmup
-        index = number - pace.warmup
-        if timed and (index >= planned or (pace.samples is None and index >= pace.samples_min
-                                            and timed_s >= pace.target_s)):
-            break
+    timed_s, number, pending = 0.0, 0, []
+
+    def sample(kind: str) -> tuple[float, list[str], int, str]:
+        nonlocal number
         seed, key = rng.getrandbits(64), f"{rng.getrandbits(128):032x}"
         started = time.perf_counter_ns()
-        _send(write_fd, f"sample {number} {seed} {key} {'timed' if timed else 'warmup'}")
+        _send(write_fd, f"sample {number} {seed} {key} {kind}")
         answer = reader.read_line(pace.sample_timeout_s)
         wall_ms = (time.perf_counter_ns() - started) / 1e6
         words = answer.split()
@@ -152,24 +152,43 @@ def drive(read_fd: int, write_fd: int, pace: Pace, case: str, rng=secrets.System
                 or not all(_HEX32.fullmatch(h) for h in words[3:])):
             raise ProtocolError(f"answered sample {number} with {answer[:80]!r}, not 'done {number} MS HASH...'")
         try:
-            reported = float(words[2])
+            float(words[2])
         except ValueError:
             raise ProtocolError(f"reported the time {words[2][:20]!r} for sample {number}") from None
-        if timed:
+        number += 1
+        return wall_ms, words, seed, key
+
+    def drop() -> None:
+        _send(write_fd, "drop")
+
+    for _ in range(pace.warmup):
+        sample("warmup")
+        drop()
+    index = 0
+    while index < planned and not (pace.samples is None and index >= pace.samples_min and timed_s >= pace.target_s):
+        # A timed sample and a blank one, in an order drawn in secret.
+        for kind in rng.sample(["timed", "blank"], 2):
+            wall_ms, words, seed, key = sample(kind)
+            if kind == "blank":
+                run.blank_ms.append(wall_ms)
+                drop()
+                continue
             run.wall_ms.append(wall_ms)
+            timed_s += wall_ms / 1000.0
+            reported = float(words[2])
             if math.isfinite(reported) and reported >= 0:
                 run.reported_ms.append(reported)
-            timed_s += wall_ms / 1000.0
-        if timed and index in keep_at:
-            _send(write_fd, "keep")
-            kept = reader.read_line(pace.sample_timeout_s)
-            if kept != f"kept {number}":
-                raise ProtocolError(f"answered 'keep' for sample {number} with {kept[:80]!r}")
-            run.kept.append(KeptSample(number, seed, key, dict(zip(run.outputs, words[3:])), f"sample-{number}"))
-        else:
-            _send(write_fd, "drop")
-        number += 1
-        if timed and pace.stop_when is not None and pace.stop_when(run):
+            if index in keep_at:
+                _send(write_fd, "keep")
+                kept = reader.read_line(pace.sample_timeout_s)
+                if kept != f"kept {words[1]}":
+                    raise ProtocolError(f"answered 'keep' for sample {words[1]} with {kept[:80]!r}")
+                run.kept.append(KeptSample(int(words[1]), seed, key, dict(zip(run.outputs, words[3:])),
+                                           f"sample-{words[1]}"))
+            else:
+                drop()
+        index += 1
+        if pace.stop_when is not None and pace.stop_when(run):
             run.stopped_early = True
             break
     _send(write_fd, "end")
@@ -180,14 +199,14 @@ def drive(read_fd: int, write_fd: int, pace: Pace, case: str, rng=secrets.System
 
 @dataclass(frozen=True)
 class RoundTimes:
-    """One round's medians: the grader's wall clock per sample, and the program's own event
-    time (None when it reported none)."""
+    """One round of one program: its time per call on the grader's clock (timed less blank
+    samples) and its own event time (None when it reported none)."""
     wall_ms: float
     event_ms: float | None
 
     @classmethod
     def of(cls, run: PacedRun) -> "RoundTimes":
-        return cls(run.wall_median_ms(), run.reported_median_ms())
+        return cls(run.call_ms(), run.reported_median_ms())
 
 
 def spread(values: list[float]) -> float:
@@ -201,13 +220,11 @@ def spread(values: list[float]) -> float:
 @dataclass(frozen=True)
 class CrossCheck:
     reference_ms: float               # the reference's event median: the denominator
-    reference_wall_ms: float          # its wall-clock median per sample
-    overhead_ms: float                # harness work per sample outside the events, never below 0
-    reference_round_estimates_ms: list[float]   # each round's wall median less the overhead
+    reference_wall_ms: float          # its time per call on the grader's clock (median of rounds)
+    reference_round_estimates_ms: list[float]   # that, round by round
     reference_agreement: float        # (max - min) / reference_ms of those estimates
     student_reported_ms: float | None
-    student_wall_ms: float
-    student_wall_estimate_ms: float   # student wall median less the overhead
+    student_wall_ms: float            # the student's time per call on the grader's clock
     noise_ms: float                   # how far a round's estimate moves by itself
     student_ms: float                 # what the student is scored on
     ratio: float                      # student_ms / reference_ms
@@ -220,7 +237,7 @@ class CrossCheck:
 
 def cross_check(reference: list[RoundTimes], student: list[RoundTimes], *, agreement: float,
                 noise_floor: float) -> CrossCheck:
-    """Compare the student's reported event time with its wall-clock estimate.
+    """Compare the student's reported event time with its time on the grader's clock.
 
     agreement: a relative gap (of the student's own time) that never counts as a lie;
     noise_floor: the least noise assumed, as a fraction of the reference's event time."""
@@ -229,35 +246,31 @@ def cross_check(reference: list[RoundTimes], student: list[RoundTimes], *, agree
     if any(r.event_ms is None or r.event_ms <= 0 for r in reference):
         raise ValueError("the reference reported no event timing")
     ref_event = statistics.median(r.event_ms for r in reference)
-    ref_wall = statistics.median(r.wall_ms for r in reference)
-    overhead = max(0.0, statistics.median(r.wall_ms - r.event_ms for r in reference))
-    ref_estimates = [r.wall_ms - overhead for r in reference]
+    ref_estimates = [r.wall_ms for r in reference]
     stu_walls = [r.wall_ms for r in student]
     noise = max(max(ref_estimates) - min(ref_estimates), max(stu_walls) - min(stu_walls),
                 noise_floor * ref_event)
-    wall_estimate = max(statistics.median(stu_walls) - overhead, 0.0)
+    wall = max(statistics.median(stu_walls), 0.0)
     claims = [r.event_ms for r in student if r.event_ms is not None]
     reported = statistics.median(claims) if claims else None
     message = ""
     if reported is None or reported <= 0:
-        flagged, scored = True, wall_estimate
+        flagged, scored = True, wall
         message = (f"Your program reported no usable event times, so it is scored on the grader's "
-                   f"clock: {wall_estimate:.4g} ms per run.")
-    elif wall_estimate > reported * (1 + agreement) + noise:
-        flagged, scored = True, wall_estimate
+                   f"clock: {wall:.4g} ms per run.")
+    elif wall > reported * (1 + agreement) + noise:
+        flagged, scored = True, wall
         message = (f"Your program reports {reported:.4g} ms per run, but the grader's clock shows "
-                   f"{wall_estimate:.4g} ms per run after the harness's own work (measurement noise "
-                   f"here: {noise:.2g} ms). Work the CUDA events do not see still takes time: you are "
-                   "scored on the grader's clock.")
-    elif reported > wall_estimate * (1 + agreement) + noise:
+                   f"{wall:.4g} ms per run (measurement noise here: {noise:.2g} ms). Work the CUDA "
+                   "events do not see still takes time: you are scored on the grader's clock.")
+    elif reported > wall * (1 + agreement) + noise:
         flagged, scored = True, reported
-        message = (f"Your program reports {reported:.4g} ms per run, more than the {wall_estimate:.4g} ms "
+        message = (f"Your program reports {reported:.4g} ms per run, more than the {wall:.4g} ms "
                    "the grader's clock shows; you are scored on your own, larger figure.")
     else:
         flagged, scored = False, reported
-    return CrossCheck(reference_ms=ref_event, reference_wall_ms=ref_wall, overhead_ms=overhead,
+    return CrossCheck(reference_ms=ref_event, reference_wall_ms=statistics.median(ref_estimates),
                       reference_round_estimates_ms=ref_estimates,
                       reference_agreement=(max(ref_estimates) - min(ref_estimates)) / ref_event,
-                      student_reported_ms=reported, student_wall_ms=statistics.median(stu_walls),
-                      student_wall_estimate_ms=wall_estimate, noise_ms=noise, student_ms=scored,
-                      ratio=scored / ref_event, flagged=flagged, message=message)
+                      student_reported_ms=reported, student_wall_ms=wall, noise_ms=noise,
+                      student_ms=scored, ratio=scored / ref_event, flagged=flagged, message=message)

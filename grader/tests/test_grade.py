@@ -84,7 +84,7 @@ def test_a_reported_time_the_clock_contradicts_is_scored_on_the_clock(toy_config
     check = perf["cross_check"]
     assert check["flagged"] and check["student_reported_ms"] == 0.5
     # Scored on the grader's clock, with no allowance for noise in its favour.
-    assert check["student_ms"] == check["student_wall_estimate_ms"] > 4.0
+    assert check["student_ms"] == check["student_wall_ms"] > 4.0
     assert perf["ratio"] > 2.0 and perf["points"] < 15
     assert "grader's clock" in perf["message"]
     assert "grader's clock" in report.render_feedback(result)
