@@ -83,6 +83,9 @@ def main() -> int:
               f"{', ratio %.3f' % perf['ratio'] if isinstance(perf.get('ratio'), (int, float)) else ''}) in {seconds} s"
               f"{'; ' + g.get('message', '')[:120] if g.get('status') != 'graded' else ''}"
               f"{'; first failure: ' + first_fail[:90] if first_fail else ''}")
+        phases = (g.get("provenance") or {}).get("phases_s") or {}
+        if phases:
+            print("    time: " + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()))
         check = perf.get("cross_check") or {}
         if check:
             estimates = ", ".join(f"{e:.4f}" for e in check.get("reference_round_estimates_ms", []))

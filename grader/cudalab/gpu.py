@@ -37,13 +37,15 @@ def wait_until_idle(timeout_s: float, poll_s: float = 1.0, probe=compute_process
                     sleep=time.sleep) -> GpuWait:
     """Wait (up to timeout_s) until no process computes on the GPU."""
     started = clock()
+    first = True
     while True:
         found = probe()
         if found is None:
             return GpuWait(known=False)
-        waited = clock() - started
+        waited = 0.0 if first else clock() - started  # the query itself is no wait
         if not found or waited >= timeout_s:
             return GpuWait(known=True, waited_s=round(waited, 2), busy_with=found)
+        first = False
         sleep(poll_s)
 
 

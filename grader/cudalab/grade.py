@@ -20,6 +20,8 @@ import platform
 import secrets
 import shutil
 import statistics
+import time
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -31,7 +33,7 @@ from .errors import CompileError, CudalabError, GraderError, NoDeviceError, Subm
 from .exit_codes import Cli, Harness
 from .labspec import LabSpec
 from .runner import RUN, Runner, fresh_dir, read_untrusted_json
-from .sandbox import ProcessResult, Sandbox
+from .sandbox import ProcessResult, Sandbox, run_limits
 from .scoring import case_points, score as compute_score, zero as zero_score
 from .timing import ChannelClosed, Pace, PacedRun, ProtocolError, RoundTimes, cross_check, drive
 
@@ -62,6 +64,16 @@ def failure_reason(result: ProcessResult) -> str:
     return f"{reason}: {head}" if head and not result.timed_out and not result.oom_killed else reason
 
 
+@contextmanager
+def _phase(result: dict, name: str):
+    """Records how long a phase of the grade took (provenance.phases_s), in seconds."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        result["provenance"]["phases_s"][name] = round(time.perf_counter() - started, 2)
+
+
 class _PerformanceZero(Exception):
     """Performance scores zero for a reason the student should read."""
 
@@ -83,6 +95,7 @@ class GradingSession:
         self.device: dict = {}
         self.bench_clocks: list[float] = []
         self.gpu_waits: list[gpu.GpuWait] = []
+        self.kept_check_s = 0.0
 
     def probe_device(self) -> None:
         """Run the reference on the first case: its exit 4 is the authority on 'no device'."""
@@ -218,6 +231,13 @@ class GradingSession:
     def check_kept_samples(self, kept: list[tuple[Path, object]]) -> None:
         """Each kept timed sample against its own inputs and the hashes reported for it, the
         checks running side by side now that timing is over."""
+        started = time.perf_counter()
+        try:
+            self._check_kept_samples(kept)
+        finally:
+            self.kept_check_s = time.perf_counter() - started
+
+    def _check_kept_samples(self, kept: list[tuple[Path, object]]) -> None:
         case = self.spec.scoring.timing_case
         console.info(f"Checking {len(kept)} timed samples drawn in secret")
 
@@ -254,7 +274,7 @@ def new_result(lab: str, folder: Path, seed: int, config: Config) -> dict:
                        "python": platform.python_version(), "isolation": None, "gpu": None,
                        "compute_capability": None, "driver_version": None,
                        "runtime_version": None, "sm_clock_mhz": None, "spread": None,
-                       "gpu_sharing": None},
+                       "gpu_sharing": None, "phases_s": {}},
     }
 
 
@@ -281,8 +301,10 @@ def grade_built(result: dict, config: Config, spec: LabSpec, binary: Path, tmp: 
     """Run, check, time and score a built submission, filling `result` as it goes."""
     session = GradingSession(config, spec, binary, result["provenance"]["seed"], tmp)
     try:
-        session.probe_device()
-        cases, run = session.run_correctness()
+        with _phase(result, "device_probe"):
+            session.probe_device()
+        with _phase(result, "correctness"):
+            cases, run = session.run_correctness()
         result["cases"], result["run"] = cases, run
         passed = [c["status"] == "passed" for c in cases]
         share = case_points(spec.scoring, len(cases))
@@ -294,7 +316,9 @@ def grade_built(result: dict, config: Config, spec: LabSpec, binary: Path, tmp: 
             perf = {"status": "skipped", "message": "Performance is measured only when every "
                     "case passes; fix the failing cases first."}
         else:
-            perf = session.measure_performance()
+            with _phase(result, "timing"):
+                perf = session.measure_performance()
+            result["provenance"]["phases_s"]["kept_sample_checks"] = round(session.kept_check_s, 2)
         ratio = perf.get("ratio") if perf.get("status") == "scored" else None
         points = compute_score(spec.scoring, passed, ratio)
         perf.update(points=points.performance, max_points=points.performance_max,
@@ -307,8 +331,8 @@ def grade_built(result: dict, config: Config, spec: LabSpec, binary: Path, tmp: 
         _record_session(result, session)
 
 
-def _isolation_record(sandbox: Sandbox, allow_unisolated: bool) -> dict:
-    isolation = sandbox.isolation
+def _isolation_record(sandbox: Sandbox, config: Config, allow_unisolated: bool) -> dict:
+    isolation = sandbox.isolation_for(run_limits(config))  # with the numbers of a run's limits
     return {**isolation.to_json(), "description": isolation.describe(),
             "summary": isolation.describe().split(";", 1)[0], "allowed_without": allow_unisolated}
 
@@ -337,7 +361,7 @@ def begin(config: Config, lab: str, folder: Path, seed: int | None = None,
         result["lab_title"] = spec.title
         result["score"] = zero_score(spec.scoring).to_json()
         sandbox = Sandbox.detect(config)
-        result["provenance"]["isolation"] = _isolation_record(sandbox, allow_unisolated)
+        result["provenance"]["isolation"] = _isolation_record(sandbox, config, allow_unisolated)
         if not sandbox.isolation.official:
             if not allow_unisolated:
                 raise _NotIsolated("No grade was given: this machine cannot sandbox the student's code ("
@@ -347,11 +371,13 @@ def begin(config: Config, lab: str, folder: Path, seed: int | None = None,
             result["warnings"].append("This grade was given WITHOUT the sandbox (--allow-unisolated): the "
                                       "student's code ran with the grader's own powers, so it is not an "
                                       "official grade. Missing: " + "; ".join(sandbox.isolation.missing))
-        if bring_official_up_to_date:
-            build.ensure_official(config, spec)
+        with _phase(result, "official_build"):
+            if bring_official_up_to_date:
+                build.ensure_official(config, spec)
         pending.tmp = fresh_dir(config.temp_dir, f"grade-{spec.name}")
         try:
-            built = build.build_submission(config, spec, Path(folder), pending.tmp / "submission")
+            with _phase(result, "build"):
+                built = build.build_submission(config, spec, Path(folder), pending.tmp / "submission")
         except (SubmissionError, CompileError) as err:
             result["build"]["status"] = err.status
             result["build"]["feedback"] = getattr(err, "feedback", [])

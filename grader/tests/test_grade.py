@@ -55,6 +55,9 @@ def test_correct_submission_gets_full_marks(toy_config, toy_submission, fake_sub
     assert provenance["seed"] == 12345 and provenance["gpu"] == "Fake GPU"
     assert provenance["isolation"]["kind"] in ("bubblewrap", "none") and provenance["finished_at"]
     assert provenance["sm_clock_mhz"] == 1975.0  # median of the reference's before/after clocks
+    # Where the time went, phase by phase.
+    assert set(provenance["phases_s"]) >= {"build", "device_probe", "correctness", "timing", "kept_sample_checks"}
+    assert provenance["gpu_sharing"] is None or all(w["waited_s"] == 0 for w in provenance["gpu_sharing"])
 
 
 def test_wrong_case_loses_its_share_and_all_performance(toy_config, toy_submission, fake_submission):
@@ -235,6 +238,7 @@ def test_allow_unisolated_grades_and_says_it_is_not_official(unsandboxed, toy_su
     assert any("not an official grade" in w for w in result["warnings"])
     assert "not an official grade" in report.render_feedback(result)
     assert result["provenance"]["isolation"]["kind"] == "none"
+    assert "isolation: no sandbox (not official)" in report.render_summary(result)
 
 
 def _cli_env(monkeypatch, config):

@@ -35,7 +35,12 @@ GRADED = {
     "provenance": {"seed": 42, "started_at": "2025-01-01T00:00:00+00:00",
                    "finished_at": "2025-01-01T00:01:00+00:00", "cudalab_version": "0.1.0",
                    "preset": "gpu", "official_build": "/repo/build/gpu", "host": "node1",
-                   "python": "3.12.0", "isolation": "network namespace (unshare --net --map-root-user)",
+                   "python": "3.12.0",
+                   "isolation": {"kind": "bubblewrap", "uid": 65534, "cgroup": True, "official": True,
+                                 "in_force": ["own PID namespace: every process ends with the run"],
+                                 "missing": [], "summary": "bubblewrap sandbox (official)",
+                                 "description": "bubblewrap sandbox (official); in force: own PID namespace: "
+                                                "every process ends with the run", "allowed_without": False},
                    "gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0",
                    "driver_version": 13000, "runtime_version": 13000, "sm_clock_mhz": 1980.0,
                    "spread": None},
@@ -50,14 +55,14 @@ def _full_marks_flagged():
     result["score"].update(correctness=70.0, performance=12.0, total=82.0)
     result["performance"] = {
         "status": "scored", "timing_case": "n_2p26", "points": 12.0, "max_points": 30.0,
-        "ratio": 2.24, "samples": [10, 1800],
-        "message": "Your program reports 0.01 ms per run, but the wall clock shows 0.6048 ms per run "
-                   "(after the overhead the reference also shows). Work the CUDA events do not see "
-                   "(another stream, the host, a later kernel) still takes time: you are scored on the wall clock.",
-        "cross_check": {"reference_ms": 0.27, "reference_wall_ms": 0.3, "reference_overhead_ms": 0.03,
-                        "student_event_ms": 0.01, "student_wall_ms": 0.6348,
-                        "student_wall_adjusted_ms": 0.6048, "student_ms": 0.6048, "ratio": 2.24,
-                        "disagreement": 60.48, "flagged": True, "message": "..."},
+        "ratio": 2.24, "samples": 1800,
+        "message": "Your program reports 0.01 ms per run, but the grader's clock shows 0.6048 ms per run "
+                   "(measurement noise here: 0.0033 ms). Work the CUDA events do not see still takes time: "
+                   "you are scored on the grader's clock.",
+        "cross_check": {"reference_ms": 0.27, "reference_wall_ms": 0.272,
+                        "reference_round_estimates_ms": [0.272, 0.2725, 0.2708], "reference_agreement": 0.0063,
+                        "student_reported_ms": 0.01, "student_wall_ms": 0.6048, "noise_ms": 0.0033,
+                        "student_ms": 0.6048, "ratio": 2.24, "flagged": True, "message": "..."},
         "rounds": [], "spread": None}
     return result
 
