@@ -26,7 +26,7 @@ from . import console, labs, sdk as sdk_module, symbols
 from .config import Config, MIB
 from .errors import CompileError, GraderError, SubmissionError
 from .labspec import LabSpec
-from .sandbox import Bind, ProcessResult, Sandbox, build_limits, run_process, toolchain_roots
+from .sandbox import Bind, ProcessResult, Sandbox, build_limits, run_process, scratch_root, toolchain_roots
 from .sdk import Manifest, ManifestError
 
 _BUILD_LOG_CAP = 4 * MIB
@@ -321,7 +321,9 @@ def build_submission(config: Config, spec: LabSpec, folder: Path, work: Path) ->
 
 
 def submission_work_dir(config: Config, lab: str, folder: Path) -> Path:
-    return config.work_dir / lab / safe_name(folder)
+    """Where `cudalab build` and `cudalab run` build a submission folder (the sandbox user
+    must reach it)."""
+    return scratch_root(config) / "builds" / lab / safe_name(folder)
 
 
 # --- the verb ---------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from .errors import CompileError, CudalabError, GraderError, NoDeviceError, Subm
 from .exit_codes import Cli, Harness
 from .labspec import LabSpec
 from .runner import RUN, Runner, fresh_dir, read_untrusted_json
-from .sandbox import ProcessResult, Sandbox, run_limits
+from .sandbox import ProcessResult, Sandbox, run_limits, scratch_root
 from .scoring import case_points, score as compute_score, zero as zero_score
 from .timing import ChannelClosed, Pace, PacedRun, ProtocolError, RoundTimes, cross_check, drive
 
@@ -374,7 +374,7 @@ def begin(config: Config, lab: str, folder: Path, seed: int | None = None,
         with _phase(result, "official_build"):
             if bring_official_up_to_date:
                 build.ensure_official(config, spec)
-        pending.tmp = fresh_dir(config.temp_dir, f"grade-{spec.name}")
+        pending.tmp = fresh_dir(scratch_root(config), f"grade-{spec.name}")
         try:
             with _phase(result, "build"):
                 built = build.build_submission(config, spec, Path(folder), pending.tmp / "submission")

@@ -22,6 +22,7 @@ from .errors import GraderError
 from .exit_codes import Cli, Harness
 from .labspec import LabSpec
 from .runner import RUN, Runner, fresh_dir, read_untrusted_json
+from .sandbox import scratch_root
 
 SCHEMA = "cudalab.ladder/1"
 
@@ -101,7 +102,7 @@ def run_ladder(config: Config, spec: LabSpec, args: argparse.Namespace) -> dict:
     seed = args.seed if args.seed is not None else secrets.randbits(63)
 
     per_rung = []
-    scratch = fresh_dir(config.temp_dir, "ladder")
+    scratch = fresh_dir(scratch_root(config), "ladder")
     try:
         runner = Runner(config, spec, scratch)
         for rung, implementation in zip(spec.ladder, implementations):

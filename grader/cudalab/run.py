@@ -23,7 +23,7 @@ from .errors import UsageError
 from .exit_codes import Cli, Harness
 from .labspec import LabSpec
 from .runner import RUN, Runner, fresh_dir, read_untrusted_json
-from .sandbox import ProcessResult
+from .sandbox import ProcessResult, scratch_root
 
 
 def resolve_target(config: Config, spec: LabSpec, runner: Runner, target: str) -> Path:
@@ -97,7 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace, config: Config) -> int:
     spec = labs.load_lab(config, args.lab)
-    scratch = fresh_dir(config.temp_dir, "run")
+    scratch = fresh_dir(scratch_root(config), "run")
     try:
         runner = Runner(config, spec, scratch)
         if not runner.sandbox.isolation.official:

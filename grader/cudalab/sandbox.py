@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import glob
+import hashlib
 import json
 import os
 import posixpath
@@ -28,6 +29,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -732,6 +734,54 @@ def _unreachable_reason(host: Path, uid: int, *, itself: bool = True) -> str:
     return ""
 
 
+def _staged_copy(host: Path) -> Path:
+    """A copy of a read-only bind's source that the sandbox user can reach, for a source it
+    cannot (a checkout under a private home folder, say). Made once per source and
+    modification time, in the system's temporary folder."""
+    real = Path(os.path.realpath(host))
+    stamp = f"{real}\0{os.stat(real).st_mtime_ns}".encode("utf-8", "surrogateescape")
+    place = Path(tempfile.gettempdir()) / "cudalab-staged" / hashlib.sha256(stamp).hexdigest()[:16]
+    target = place / real.name
+    if not target.exists():
+        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=_reachable_folder(place.parent)))
+        if real.is_dir():
+            shutil.copytree(real, staging / real.name, symlinks=True)
+        else:
+            shutil.copy2(real, staging / real.name)
+        for folder, dirs, files in os.walk(staging):
+            os.chmod(folder, 0o755)
+            for name in files:
+                path = os.path.join(folder, name)
+                if not os.path.islink(path):
+                    os.chmod(path, 0o755 if os.access(path, os.X_OK) else 0o644)
+        try:
+            os.rename(staging, place)
+        except OSError:  # another run staged it first
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _reachable_folder(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o755)
+    return folder
+
+
+def scratch_root(config: Config) -> Path:
+    """Where runs get their folders: the grading work folder's tmp/ when the sandbox user can
+    reach it, else a folder in the system's temporary folder (a checkout under a private
+    home, for instance, is out of that user's reach)."""
+    preferred = config.temp_dir
+    if os.geteuid() != 0:
+        return preferred
+    probe = preferred
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not _unreachable_reason(probe, config.sandbox_uid, itself=True):
+        return preferred
+    return _reachable_folder(Path(tempfile.gettempdir()) / "cudalab-scratch")
+
+
 def _chown_tree(top: Path, uid: int) -> None:
     """Hand the run's writable folder to the sandbox user; never follow links it holds."""
     os.chown(top, uid, uid, follow_symlinks=False)
@@ -998,11 +1048,14 @@ class Sandbox:
                            isolation: Isolation, talk: dict) -> ProcessResult:
         uid = self.isolation.uid
         if uid is not None:
-            for bind in every_bind:
+            for index, bind in enumerate(every_bind):
                 # A writable bind is handed to the sandbox user below; its parents must let
-                # that user through all the same.
+                # that user through all the same. A read-only one it cannot reach is copied
+                # to where it can.
                 why = _unreachable_reason(bind.host, uid, itself=not bind.writable)
-                if why:
+                if why and not bind.writable:
+                    every_bind[index] = dataclasses.replace(bind, host=_staged_copy(bind.host))
+                elif why:
                     raise GraderError(f"Cannot bind {bind.host} into the sandbox: {why}.")
             for bind in every_bind:
                 if bind.writable:

@@ -183,8 +183,9 @@ def test_runs_unprivileged_and_without_capabilities(workdir, limits):
 
 @needs_bwrap
 def test_binds_are_checked_before_the_run(workdir, space, limits):
-    """Proves: a missing host path, two binds on one path and (as root) a folder the sandbox
-    user cannot reach are refused with a sentence, before anything runs."""
+    """Proves: a missing host path, two binds on one path and (as root) a writable folder the
+    sandbox user cannot reach are refused with a sentence, before anything runs (a
+    read-only one is shown through a copy instead: the next test)."""
     with pytest.raises(GraderError, match="does not exist"):
         SANDBOX.run(["/usr/bin/true"], workdir=workdir,
                     binds=[Bind(space / "nothing", f"{INSIDE_ROOT}/in")], limits=limits)
@@ -197,7 +198,7 @@ def test_binds_are_checked_before_the_run(workdir, space, limits):
         locked.chmod(0o700)
         with pytest.raises(GraderError, match=f"the folder {locked} .*o\\+x"):
             SANDBOX.run(["/usr/bin/true"], workdir=workdir,
-                        binds=[Bind(locked / "inner", f"{INSIDE_ROOT}/in")], limits=limits)
+                        binds=[Bind(locked / "inner", f"{INSIDE_ROOT}/in", writable=True)], limits=limits)
 
 
 def test_inside_paths_must_lie_under_the_sandbox_root(tmp_path):
@@ -712,3 +713,18 @@ def test_toolchain_roots_show_tools_outside_usr_but_never_the_repository():
         assert sandbox_module.toolchain_roots(["/proc/self/exe", "/etc/passwd", "/tmp"]) == ()
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+@needs_bwrap
+def test_a_read_only_bind_out_of_the_sandbox_users_reach_is_shown_through_a_copy(workdir, limits, space):
+    """Proves: a file the sandbox user cannot reach (here under a 0700 folder, as a checkout
+    in a private home would be) is still shown, read-only, through a reachable copy."""
+    if not AS_ROOT:
+        pytest.skip("only root switches to the sandbox user")
+    private = space / "private"
+    private.mkdir(mode=0o700)
+    (private / "tool").write_text("content\n")
+    private.chmod(0o700)
+    result = SANDBOX.run(sh("cat /cudalab/in/tool"), workdir=workdir, limits=limits,
+                         binds=[Bind(private / "tool", f"{INSIDE_ROOT}/in/tool")])
+    assert result.exit_code == 0 and result.stdout == "content\n", result.stderr
