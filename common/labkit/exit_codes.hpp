@@ -5,7 +5,7 @@
 
 namespace labkit {
 
-inline constexpr int kExitPassed = 0;     // every case ran and matched (ran, under --no-self-check)
+inline constexpr int kExitPassed = 0;     // every case ran (a lab binary), or every case passed (a checker)
 inline constexpr int kExitFailed = 1;     // some output was wrong
 inline constexpr int kExitUsage = 2;      // bad command line or bad input file
 inline constexpr int kExitCudaError = 3;  // a CUDA call or kernel launch failed

@@ -20,7 +20,7 @@ inline constexpr const char* kVerdictSchema = "cudalab.verdict/1";
 
 struct CaseReport {
     std::string name;
-    std::string status;  // passed | failed | missing | malformed | unchecked (harness, --no-self-check)
+    std::string status;  // passed | failed | missing | malformed | inconsistent (a timed sample changed after it ended)
     std::string message;
     std::vector<CompareReport> outputs;
 };

@@ -11,8 +11,8 @@ from enum import IntEnum
 class Harness(IntEnum):
     """What a lab binary or checker exits with (docs/architecture.md, "Exit codes")."""
 
-    PASSED = 0       # every case ran and matched
-    FAILED = 1       # some output was wrong
+    PASSED = 0       # a lab binary: every case ran; a checker: every case passed
+    FAILED = 1       # a checker: some output was wrong, missing or inconsistent
     USAGE = 2        # bad command line or bad input file
     CUDA_ERROR = 3   # a CUDA call or kernel launch failed
     NO_DEVICE = 4    # no CUDA device here: nothing ran; never a student failure

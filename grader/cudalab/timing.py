@@ -138,7 +138,7 @@ def drive(read_fd: int, write_fd: int, pace: Pace, case: str, rng=secrets.System
     # The kept samples are drawn now, in secret, among those the run will surely reach.
     drawable = pace.samples if pace.samples is not None else pace.samples_min
     keep_at = set(rng.sample(range(drawable), min(pace.keep, drawable)))
-    timed_s, number, pending = 0.0, 0, []
+    timed_s, number = 0.0, 0
 
     def sample(kind: str) -> tuple[float, list[str], int, str]:
         nonlocal number
