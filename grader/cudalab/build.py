@@ -216,14 +216,6 @@ def _sdk(config: Config, spec: LabSpec) -> Path:
     return sdk
 
 
-def _inside_to_host(text: str, inside: str, host: Path) -> Path | None:
-    """A path the sandboxed build reported, on the host, if it lies in `inside`."""
-    path = PurePosixPath(text.strip())
-    if not path.is_absolute() or ".." in path.parts or not str(path).startswith(inside + "/"):
-        return None
-    return host / str(path)[len(inside) + 1:]
-
-
 def check_object_symbols(step, spec: LabSpec, sdk: Path, obj_inside: str, source_name: str) -> None:
     """Only the API crosses the link: the compiled student object may define the lab's API
     functions and its own helpers, nothing the harness, labkit or a library defines."""
@@ -274,9 +266,8 @@ def build_submission(config: Config, spec: LabSpec, folder: Path, work: Path) ->
     build_dir = work / "build"
     if build_dir.exists():
         shutil.rmtree(build_dir)
-    obj_host = _inside_to_host(commands["object"] if commands["object"].startswith("/")
-                               else f"{_BUILD}/{commands['object']}", _BUILD, build_dir)
-    if obj_host is None:
+    obj = PurePosixPath(commands["object"])
+    if obj.is_absolute() or ".." in obj.parts:
         raise GraderError(f"The SDK's build.json puts the object outside the build folder ({commands['object']!r}).")
     # The folders ninja would have made for the commands' outputs (the object, and files
     # such as a linker dependency file that newer CMake versions ask for).
@@ -307,7 +298,7 @@ def build_submission(config: Config, spec: LabSpec, folder: Path, work: Path) ->
         raise CompileError(f"{' and '.join(spec.files)} did not compile against the official "
                            f"{spec.name} harness. Fix the first error below, then build again.",
                            feedback)
-    check_object_symbols(step, spec, sdk, f"{_BUILD}/{obj_host.relative_to(build_dir)}", source)
+    check_object_symbols(step, spec, sdk, f"{_BUILD}/{obj}", source)
     linked = step(["/bin/sh", "-c", commands["link"]])
     log += _log(linked)
     if linked.exit_code != 0:

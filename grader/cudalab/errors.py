@@ -44,6 +44,13 @@ class NoDeviceError(CudalabError):
     status = "not_run"
 
 
+class NotIsolatedError(CudalabError):
+    """grade refused: this machine cannot sandbox the student's code (--allow-unisolated)."""
+
+    exit_code = Cli.NOT_ISOLATED
+    status = "not_isolated"
+
+
 class GraderError(CudalabError):
     """The grader, the official build or an instructor binary failed: not the student's fault."""
 

@@ -29,7 +29,8 @@ from pathlib import Path
 
 from . import __version__, build, console, gpu, labs, report
 from .config import Config
-from .errors import CompileError, CudalabError, GraderError, NoDeviceError, SubmissionError
+from .errors import (CompileError, CudalabError, GraderError, NoDeviceError, NotIsolatedError,
+                     SubmissionError)
 from .exit_codes import Cli, Harness
 from .labspec import LabSpec
 from .runner import RUN, Runner, fresh_dir, read_untrusted_json
@@ -364,7 +365,7 @@ def begin(config: Config, lab: str, folder: Path, seed: int | None = None,
         result["provenance"]["isolation"] = _isolation_record(sandbox, config, allow_unisolated)
         if not sandbox.isolation.official:
             if not allow_unisolated:
-                raise _NotIsolated("No grade was given: this machine cannot sandbox the student's code ("
+                raise NotIsolatedError("No grade was given: this machine cannot sandbox the student's code ("
                                    + "; ".join(sandbox.isolation.missing) + "). Install bubblewrap and "
                                    "grade again, or pass --allow-unisolated to grade anyway (the result "
                                    "then says it is not an official grade).")
@@ -442,11 +443,6 @@ def grade_many(config: Config, lab: str, folders: list[Path], *, jobs: int | Non
         if on_result is not None:
             on_result(folder, results[-1])
     return results
-
-
-class _NotIsolated(CudalabError):
-    exit_code = Cli.NOT_ISOLATED
-    status = "not_isolated"
 
 
 # --- the verb ---------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from .config import Config
 from .errors import GraderError
 from .exit_codes import Cli, Harness
 from .labspec import LabSpec
-from .runner import RUN, Runner, fresh_dir, read_untrusted_json
+from .runner import RUN, Runner, fresh_dir, kept_bench_samples, read_untrusted_json
 from .sandbox import scratch_root
 
 SCHEMA = "cudalab.ladder/1"
@@ -52,13 +52,11 @@ def _run_rung(runner: Runner, binary: Path, cases: list[str], args: argparse.Nam
         raise _NoDevice(result.stderr_head())
     produced = read_untrusted_json(folder / "run.json") or {}
     verdicts: dict[str, dict] = {}
-    for entry in produced.get("bench", []):
-        sample_seed = entry.get("checked_sample_seed") if isinstance(entry, dict) else None
-        if isinstance(sample_seed, int):
-            try:
-                verdicts.update(runner.check(folder / "dump", sample_seed, bench_case=entry.get("name")))
-            except GraderError as err:
-                console.warn(f"the checker gave no verdict for {binary.name}: {err}")
+    for case, seed in kept_bench_samples(produced):
+        try:
+            verdicts.update(runner.check(folder / "dump", seed, bench_case=case))
+        except GraderError as err:
+            console.warn(f"the checker gave no verdict for {binary.name}: {err}")
     return {"result": result, "run": produced, "verdicts": verdicts}
 
 

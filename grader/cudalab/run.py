@@ -22,7 +22,7 @@ from .config import Config
 from .errors import UsageError
 from .exit_codes import Cli, Harness
 from .labspec import LabSpec
-from .runner import RUN, Runner, fresh_dir, read_untrusted_json
+from .runner import RUN, Runner, fresh_dir, kept_bench_samples, read_untrusted_json
 from .sandbox import ProcessResult, scratch_root
 
 
@@ -59,10 +59,8 @@ def _verdicts(runner: Runner, folder: Path, run_json: dict | None, seed: int, be
     if not bench:
         return runner.check(folder / "dump", seed)
     verdicts = {}
-    for entry in (run_json or {}).get("bench", []):
-        sample_seed = entry.get("checked_sample_seed") if isinstance(entry, dict) else None
-        if isinstance(sample_seed, int):
-            verdicts.update(runner.check(folder / "dump", sample_seed, bench_case=entry.get("name")))
+    for case, seed in kept_bench_samples(run_json):
+        verdicts.update(runner.check(folder / "dump", seed, bench_case=case))
     return verdicts
 
 

@@ -80,6 +80,17 @@ def shared_library_roots(config: Config, binaries: Sequence[Path]) -> tuple[Path
     return toolchain_roots(found, protect=[config.root, config.work_dir, config.build_dir])
 
 
+def kept_bench_samples(run_json: dict | None) -> list[tuple[str, int]]:
+    """(bench case, seed) of the timed sample a --bench run kept of each case, as its run
+    JSON names them; entries without a usable seed are left out."""
+    kept = []
+    for entry in (run_json or {}).get("bench", []):
+        seed = entry.get("checked_sample_seed") if isinstance(entry, dict) else None
+        if isinstance(seed, int) and isinstance(entry.get("name"), str):
+            kept.append((entry["name"], seed))
+    return kept
+
+
 class Runner:
     """Runs one lab's binaries and checker in the sandbox, in folders under `scratch`."""
 

@@ -24,9 +24,11 @@ import argparse
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Sequence
 
@@ -65,8 +67,6 @@ INSIDE_SDK, INSIDE_SOURCES, INSIDE_BUILD = "/cudalab/sdk", "/cudalab/src", "/cud
 def _submission_commands(lab: str, sdk: Path, root: Path, cmake: str, ninja: str, source_name: str) -> dict:
     """Configure cmake/submission once, over a placeholder source, and read back the commands
     that compile the student's file and link the program, moved to the sandbox's paths."""
-    import shlex
-    import tempfile
     with tempfile.TemporaryDirectory(prefix=f"cudalab-sdk-{lab}-") as scratch:
         sources, build = Path(scratch) / "src", Path(scratch) / "build"
         sources.mkdir()

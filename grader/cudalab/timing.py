@@ -48,7 +48,11 @@ class KeptSample:
     seed: int
     key: str                       # 32 hex digits
     hashes: dict[str, str]         # output name -> hash the program reported
-    dump_name: str                 # the folder under the run's dump folder: sample-<number>
+
+    @property
+    def dump_name(self) -> str:
+        """The folder under the run's dump folder the harness wrote it to."""
+        return f"sample-{self.number}"
 
 
 @dataclass
@@ -183,8 +187,7 @@ def drive(read_fd: int, write_fd: int, pace: Pace, case: str, rng=secrets.System
                 kept = reader.read_line(pace.sample_timeout_s)
                 if kept != f"kept {words[1]}":
                     raise ProtocolError(f"answered 'keep' for sample {words[1]} with {kept[:80]!r}")
-                run.kept.append(KeptSample(int(words[1]), seed, key, dict(zip(run.outputs, words[3:])),
-                                           f"sample-{words[1]}"))
+                run.kept.append(KeptSample(int(words[1]), seed, key, dict(zip(run.outputs, words[3:]))))
             else:
                 drop()
         index += 1
