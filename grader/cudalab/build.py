@@ -22,9 +22,9 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from . import console, labs, sdk as sdk_module, symbols
+from . import console, forbidden, labs, sdk as sdk_module, symbols
 from .config import Config, MIB
-from .errors import CompileError, GraderError, SubmissionError
+from .errors import CompileError, ForbiddenError, GraderError, SubmissionError
 from .labspec import LabSpec
 from .sandbox import Bind, ProcessResult, Sandbox, build_limits, run_process, scratch_root, toolchain_roots
 from .sdk import Manifest, ManifestError
@@ -216,23 +216,66 @@ def _sdk(config: Config, spec: LabSpec) -> Path:
     return sdk
 
 
-def check_object_symbols(step, spec: LabSpec, sdk: Path, obj_inside: str, source_name: str) -> None:
-    """Only the API crosses the link: the compiled student object may define the lab's API
-    functions and its own helpers, nothing the harness, labkit or a library defines."""
-    listing = step(symbols.nm_defined_argv(Path(obj_inside)))
-    if listing.exit_code != 0:
-        raise GraderError(f"Listing the symbols of {source_name}'s object failed ({listing.describe()}): "
-                          f"{listing.stderr_head(4)}")
-    try:
-        index = symbols.read_index(sdk / "symbols.json")
-    except (OSError, ValueError) as err:
-        raise GraderError(f"The {spec.name} SDK's symbol index is unreadable ({err}); rebuild the official tree.") from None
-    violations = symbols.check_symbols(symbols.parse_nm(listing.stdout), index, source_name)
-    if violations:
-        raise CompileError(f"{source_name} compiled, but it defines {len(violations)} symbol"
-                           f"{'s' if len(violations) > 1 else ''} that only the harness and the libraries "
-                           "may define, so it was not linked. Fix each line below, then build again.",
-                           [v.sentence for v in violations])
+def api_functions(spec: LabSpec) -> dict[str, str]:
+    """API function name -> its signature without parameter names, as a student compares it
+    with the API header: 'vector_add(const float*, const float*, float*, std::size_t)'."""
+    shown = {}
+    for entry in spec.api:
+        signature = str(entry.get("signature", ""))
+        match = re.match(r"^(?:.*?[\s*&])?(?P<name>[A-Za-z_]\w*)\s*\((?P<params>.*)\)\s*$", signature)
+        if match is None:
+            continue
+        params, depth, current = [], 0, ""
+        for char in match["params"]:
+            depth += char in "<([" and 1 or 0
+            depth -= char in ">)]" and 1 or 0
+            if char == "," and depth == 0:
+                params.append(current)
+                current = ""
+            else:
+                current += char
+        params.append(current)
+        types = []
+        for param in (p.strip() for p in params if p.strip()):
+            bare = re.sub(r"\s*\b[A-Za-z_]\w*\s*$", "", param) if re.search(r"[\w*&\]>]\s+[A-Za-z_]\w*\s*$", param) else param
+            types.append(re.sub(r"\s+(?=[*&])", "", bare.strip()))
+        shown[match["name"]] = f"{match['name']}({', '.join(types)})"
+    return shown
+
+
+_UNDEFINED = re.compile(r"undefined (?:reference to|symbol:?) [`'\"]?(?P<name>[^'`\"\n]+?)['`\"]?\s*$")
+
+
+def link_findings(log: str, spec: LabSpec, source_name: str, defined: list[str]) -> list[str]:
+    """A failed link, in words: which API function the file does not define (and what it
+    defines instead), or which function it calls that nothing defines."""
+    api = api_functions(spec)
+    sentences: list[str] = []
+    for line in log.splitlines():
+        match = _UNDEFINED.search(line.strip())
+        if match is None:
+            continue
+        name = match["name"].strip()
+        base = re.sub(r"\(.*$", "", name).split("::")[-1]
+        if base in api:
+            sentence = (f"Your file does not define {api[base]}: compare your signature with "
+                        f"{spec.api_header}.")
+            near = [d for d in defined if re.sub(r"\(.*$", "", d).split("::")[-1] == base]
+            if near:
+                sentence += (f" {source_name} defines {near[0]}, which C++ treats as a different "
+                             "function (the parameter types must match exactly).")
+        else:
+            library = next((lib.title for key, lib in forbidden.LIBRARIES.items()
+                            if any(re.search(p, name) for p in lib.symbols)), None)
+            if library is not None:
+                sentence = (f"{source_name} calls {name} from {library}, which the lab's link does not "
+                            f"include: the {spec.name} lab links only the CUDA runtime.")
+            else:
+                sentence = (f"{source_name} calls {name}, but nothing defines it: define it in "
+                            f"{source_name} or remove the call.")
+        if sentence not in sentences:
+            sentences.append(sentence)
+    return sentences
 
 
 def _commands(sdk: Path) -> dict:
@@ -254,61 +297,131 @@ def _toolchain(config: Config, commands: dict) -> tuple[Path, ...]:
                            protect=[config.root, config.work_dir, config.build_dir])
 
 
+class SubmissionBuilder:
+    """A submission's build in the sandbox against the lab's SDK, one step at a time, so that
+    `cudalab check` can report each step's findings while `build_submission` stops at the
+    first failure: compile the student's file, check its object's symbols (only the API
+    crosses the link), look for forbidden libraries in it, link."""
+
+    def __init__(self, config: Config, spec: LabSpec, folder: Path, work: Path):
+        self.config, self.spec, self.work = config, spec, work
+        self.staged = stage_submission(spec, folder, work / "src")
+        self.source = spec.source_file
+        self.sdk = _sdk(config, spec)
+        self.commands = _commands(self.sdk)
+        self.build_dir = work / "build"
+        self.log = ""
+        self.defined: list[str] = []  # demangled names the object defines, once compiled
+        obj = PurePosixPath(self.commands["object"])
+        if obj.is_absolute() or ".." in obj.parts:
+            raise GraderError(f"The SDK's build.json puts the object outside the build folder "
+                              f"({self.commands['object']!r}).")
+        self.object_inside = f"{_BUILD}/{obj}"
+        self.object = self.build_dir / obj
+        if self.build_dir.exists():
+            shutil.rmtree(self.build_dir)
+        # The folders ninja would have made for the commands' outputs (the object, and files
+        # such as a linker dependency file that newer CMake versions ask for).
+        for command in (self.commands["compile"], self.commands["link"]):
+            for word in shlex.split(command):
+                for part in re.split(r"[=,]", word):
+                    if part.startswith("CMakeFiles/") and ".." not in part:
+                        (self.build_dir / part).parent.mkdir(parents=True, exist_ok=True)
+        self.sandbox = Sandbox.detect(config)
+        self._binds = [Bind(self.sdk, _SDK), Bind(self.staged.copy_dir, _SRC)]
+        self._workdir = Bind(self.build_dir, _BUILD, writable=True)
+        self._toolchain = _toolchain(config, self.commands)
+
+    def step(self, argv: list[str]) -> ProcessResult:
+        return self.sandbox.run(argv, workdir=self._workdir, binds=self._binds,
+                                limits=build_limits(self.config), gpu=False, toolchain=self._toolchain)
+
+    def sources(self) -> dict[str, str]:
+        return {name: (self.staged.copy_dir / name).read_text(encoding="utf-8", errors="replace")
+                for name in self.staged.copied}
+
+    def compile(self) -> None:
+        # The commands are CMake's, with only the sandbox's fixed paths in them: no name from
+        # the hand-in reaches this shell.
+        console.info(f"Compiling {self.source}")
+        compiled = self.step(["/bin/sh", "-c", self.commands["compile"]])
+        self.log += _log(compiled)
+        if compiled.exit_code != 0:
+            if compiled.timed_out:
+                raise GraderError(f"Compiling the submission took longer than "
+                                  f"{self.config.build_timeout_s:g} s and was stopped.")
+            feedback = compile_feedback(_log(compiled), self.spec.files, _SRC, self.config.compile_feedback_lines)
+            raise CompileError(f"{' and '.join(self.spec.files)} did not compile against the official "
+                               f"{self.spec.name} harness. Fix the first error below, then build again.",
+                               feedback)
+
+    def _nm(self, argv: list[str]) -> str:
+        listing = self.step(argv)
+        if listing.exit_code != 0:
+            raise GraderError(f"Listing the symbols of {self.source}'s object failed ({listing.describe()}): "
+                              f"{listing.stderr_head(4)}")
+        return listing.stdout
+
+    def check_symbols(self) -> None:
+        """Only the API crosses the link: the compiled student object may define the lab's API
+        functions and its own helpers, nothing the harness, labkit or a library defines."""
+        defined = symbols.parse_nm(self._nm(symbols.nm_defined_argv(Path(self.object_inside))))
+        self.defined = list(symbols.demangle([name for name, _ in defined]).values())
+        try:
+            index = symbols.read_index(self.sdk / "symbols.json")
+        except (OSError, ValueError) as err:
+            raise GraderError(f"The {self.spec.name} SDK's symbol index is unreadable ({err}); "
+                              "rebuild the official tree.") from None
+        violations = symbols.check_symbols(defined, index, self.source)
+        if violations:
+            raise CompileError(f"{self.source} compiled, but it defines {len(violations)} symbol"
+                               f"{'s' if len(violations) > 1 else ''} that only the harness and the "
+                               "libraries may define, so it was not linked. Fix each line below, then "
+                               "build again.", [v.sentence for v in violations])
+
+    def forbidden_in_source(self) -> list:
+        return forbidden.source_findings(self.spec, self.sources())
+
+    def forbidden_in_object(self) -> list:
+        if not self.spec.handin.forbidden:
+            return []
+        names = symbols.parse_nm_names(self._nm(symbols.nm_all_argv(Path(self.object_inside))))
+        return forbidden.object_findings(self.spec, self.source, list(symbols.demangle(names).values()),
+                                         forbidden.object_strings(self.object))
+
+    def check_forbidden(self) -> None:
+        found = self.forbidden_in_source() + self.forbidden_in_object()
+        if found:
+            raise ForbiddenError(f"{self.source} uses a library the {self.spec.name} lab does not allow, "
+                                 "so it was not linked. Fix each line below, then build again.",
+                                 [f.message for f in found])
+
+    def link(self) -> Path:
+        linked = self.step(["/bin/sh", "-c", self.commands["link"]])
+        self.log += _log(linked)
+        if linked.exit_code != 0:
+            feedback = link_findings(_log(linked), self.spec, self.source, self.defined)
+            feedback = feedback or compile_feedback(_log(linked), self.spec.files, _SRC,
+                                                    self.config.compile_feedback_lines)
+            raise CompileError(f"{self.source} compiled but did not link with the official {self.spec.name} "
+                               f"harness. Compare your functions with {self.spec.api_header}.", feedback)
+        binary = self.build_dir / self.commands["binary"]
+        if not binary.is_file() or binary.is_symlink():
+            raise GraderError(f"The submission build succeeded but made no {binary}.")
+        return binary
+
+
 def build_submission(config: Config, spec: LabSpec, folder: Path, work: Path) -> SubmissionBuild:
     """Stage `folder` into work/src and build it, in the sandbox, in work/build against the
-    lab's SDK: compile, check the object's symbols, link."""
-    staged = stage_submission(spec, folder, work / "src")
-    for name in staged.ignored:
+    lab's SDK; the first failing step raises."""
+    builder = SubmissionBuilder(config, spec, folder, work)
+    for name in builder.staged.ignored:
         console.warn(f"ignored {name}: the {spec.name} lab only takes {', '.join(spec.files)}")
-    sdk = _sdk(config, spec)
-    commands = _commands(sdk)
-    source = next(name for name in spec.files if name.endswith(".cu"))
-    build_dir = work / "build"
-    if build_dir.exists():
-        shutil.rmtree(build_dir)
-    obj = PurePosixPath(commands["object"])
-    if obj.is_absolute() or ".." in obj.parts:
-        raise GraderError(f"The SDK's build.json puts the object outside the build folder ({commands['object']!r}).")
-    # The folders ninja would have made for the commands' outputs (the object, and files
-    # such as a linker dependency file that newer CMake versions ask for).
-    for command in (commands["compile"], commands["link"]):
-        for word in shlex.split(command):
-            for part in re.split(r"[=,]", word):
-                if part.startswith("CMakeFiles/") and ".." not in part:
-                    (build_dir / part).parent.mkdir(parents=True, exist_ok=True)
-    sandbox = Sandbox.detect(config)
-    binds = [Bind(sdk, _SDK), Bind(staged.copy_dir, _SRC)]
-    workdir = Bind(build_dir, _BUILD, writable=True)
-    toolchain = _toolchain(config, commands)
-
-    def step(argv: list[str]) -> ProcessResult:
-        return sandbox.run(argv, workdir=workdir, binds=binds, limits=build_limits(config), gpu=False,
-                           toolchain=toolchain)
-
-    # The commands are CMake's, with only the sandbox's fixed paths in them: no name from
-    # the hand-in reaches this shell.
-    console.info(f"Compiling {source}")
-    compiled = step(["/bin/sh", "-c", commands["compile"]])
-    log = _log(compiled)
-    if compiled.exit_code != 0:
-        if compiled.timed_out:
-            raise GraderError(f"Compiling the submission took longer than "
-                              f"{config.build_timeout_s:g} s and was stopped.")
-        feedback = compile_feedback(_log(compiled), spec.files, _SRC, config.compile_feedback_lines)
-        raise CompileError(f"{' and '.join(spec.files)} did not compile against the official "
-                           f"{spec.name} harness. Fix the first error below, then build again.",
-                           feedback)
-    check_object_symbols(step, spec, sdk, f"{_BUILD}/{obj}", source)
-    linked = step(["/bin/sh", "-c", commands["link"]])
-    log += _log(linked)
-    if linked.exit_code != 0:
-        feedback = compile_feedback(_log(linked), spec.files, _SRC, config.compile_feedback_lines)
-        raise CompileError(f"{source} compiled but did not link with the official {spec.name} harness. "
-                           "Compare your functions with the lab's API header.", feedback)
-    binary = build_dir / commands["binary"]
-    if not binary.is_file() or binary.is_symlink():
-        raise GraderError(f"The submission build succeeded but made no {binary}.")
-    return SubmissionBuild(binary, staged, log)
+    builder.compile()
+    builder.check_symbols()
+    builder.check_forbidden()
+    binary = builder.link()
+    return SubmissionBuild(binary, builder.staged, builder.log)
 
 
 def submission_work_dir(config: Config, lab: str, folder: Path) -> Path:

@@ -78,6 +78,16 @@ class Config:
                                       "the GPU before it times anyway and says so.")
     compile_feedback_lines: int = _setting(40, "How many compiler lines about the student's "
                                            "files the feedback keeps.")
+    handin_max_entries: int = _setting(200, "Most entries (files and folders) a hand-in may hold; "
+                                       "reading stops past it.")
+    handin_max_file_bytes: int = _setting(1 * MIB, "The largest file other than the lab's own files "
+                                          "a hand-in may hold (the lab's files: max_file_bytes of "
+                                          "lab.toml).")
+    handin_max_total_bytes: int = _setting(8 * MIB, "The most a hand-in may unpack to in all; an "
+                                           "archive that unpacks to more stops there.")
+    handin_max_archive_bytes: int = _setting(8 * MIB, "The largest hand-in archive file taken.")
+    sanitizer_timeout_s: float = _setting(180.0, "Wall-clock limit for one compute-sanitizer tool's "
+                                          "run of the smallest cases.")
     keep_temp: bool = _setting(False, "Keep grading's temporary folders (dumps, logs) for "
                                "debugging instead of deleting them.")
 

@@ -39,6 +39,13 @@ class CompileError(CudalabError):
         self.feedback = feedback
 
 
+class ForbiddenError(CompileError):
+    """The submission uses a library its lab forbids; `feedback` says where, line by line."""
+
+    exit_code = Cli.FORBIDDEN
+    status = "forbidden"
+
+
 class NoDeviceError(CudalabError):
     exit_code = Cli.NO_DEVICE
     status = "not_run"

@@ -36,6 +36,8 @@ class Cli(IntEnum):
     NO_DEVICE = 23          # built only: no CUDA device here, so nothing was run or graded
     INTERNAL = 24           # the grader (or the official build) could not do its job
     NOT_ISOLATED = 25       # grade refused: no sandbox here (--allow-unisolated grades anyway)
+    FORBIDDEN = 26          # the submission uses a library its lab forbids
+    REJECTED = 27           # check: the hand-in would not be accepted (the receipt says why)
 
 
 def harness_status(code: int) -> str | None:

@@ -41,7 +41,7 @@ from .timing import ChannelClosed, Pace, PacedRun, ProtocolError, RoundTimes, cr
 SCHEMA = "cudalab.grade/1"
 STATUS_EXIT = {"graded": Cli.DONE, "not_run": Cli.NO_DEVICE, "compile_error": Cli.COMPILE_ERROR,
                "submission_error": Cli.SUBMISSION_INVALID, "unknown_lab": Cli.UNKNOWN_LAB,
-               "not_isolated": Cli.NOT_ISOLATED, "error": Cli.INTERNAL}
+               "not_isolated": Cli.NOT_ISOLATED, "forbidden": Cli.FORBIDDEN, "error": Cli.INTERNAL}
 
 
 def _now() -> str:

@@ -61,6 +61,21 @@ class Scoring:
 
 
 @dataclass(frozen=True)
+class Forbidden:
+    library: str  # a key of forbidden.LIBRARIES
+    why: str      # what the student reads: why this lab does not allow it
+
+
+@dataclass(frozen=True)
+class HandInRules:
+    accepts_readme: bool = False          # README.md with written answers is taken
+    forbidden: tuple[Forbidden, ...] = ()
+    smoke_cases: tuple[str, ...] = ()     # the small cases `cudalab check` runs
+    sanitizer_cases: tuple[str, ...] = ()  # the cases compute-sanitizer runs
+    sanitizer_points: float = 0.0         # points a grade takes off for sanitizer errors (0: report only)
+
+
+@dataclass(frozen=True)
 class LabSpec:
     path: Path
     name: str
@@ -78,11 +93,21 @@ class LabSpec:
     baseline: str
     ladder: tuple[Rung, ...]
     scoring: Scoring
+    handin: HandInRules = HandInRules()
     raw: dict = field(repr=False, compare=False, default_factory=dict)
 
     @property
     def folder(self) -> Path:
         return self.path.parent
+
+    @property
+    def accepts_readme(self) -> bool:
+        return self.handin.accepts_readme
+
+    @property
+    def source_file(self) -> str:
+        """The .cu file the student writes."""
+        return next(name for name in self.files if name.endswith(".cu"))
 
     def case(self, name: str) -> Case:
         for c in self.cases + self.bench_cases:
@@ -296,6 +321,8 @@ def load(path: str | Path) -> LabSpec:
     if not 0 < scoring.full_marks_ratio < scoring.zero_marks_ratio:
         raise LabSpecError(f"{where} [scoring]: need 0 < full_marks_ratio < zero_marks_ratio")
 
+    handin = _handin(raw.get("handin", {}), cases, scoring, where)
+
     return LabSpec(
         path=path, name=name, title=_require(lab, "title", str, f"{where} [lab]"),
         summary=lab.get("summary", ""), files=tuple(files),
@@ -303,7 +330,63 @@ def load(path: str | Path) -> LabSpec:
         max_file_bytes=max_file_bytes,
         api=tuple(raw.get("api", [])), outputs=outputs, cases=cases,
         bench_cases=bench_cases, byte_model=byte_model, flop_model=flop_model,
-        baseline=bench.get("baseline", ""), ladder=ladder, scoring=scoring, raw=raw)
+        baseline=bench.get("baseline", ""), ladder=ladder, scoring=scoring, handin=handin, raw=raw)
+
+
+def _smallest_cases(cases: tuple[Case, ...], count: int) -> tuple[str, ...]:
+    def size(case: Case) -> int:
+        product = 1
+        for value in case.params.values():
+            product *= max(1, value)
+        return product
+    return tuple(c.name for c in sorted(cases, key=size)[:count])
+
+
+def _handin(table, cases: tuple[Case, ...], scoring: Scoring, where: str) -> HandInRules:
+    """The [handin] table: what `cudalab check` and `cudalab pack` hold a hand-in to."""
+    from . import forbidden  # the catalogue of libraries a lab can forbid
+
+    where = f"{where} [handin]"
+    if not isinstance(table, dict):
+        raise LabSpecError(f"{where}: must be a table")
+    unknown = set(table) - {"readme", "forbidden", "smoke_cases", "sanitizer_cases", "sanitizer_points"}
+    if unknown:
+        raise LabSpecError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}")
+    readme = table.get("readme", False)
+    if not isinstance(readme, bool):
+        raise LabSpecError(f"{where}: 'readme' must be true or false")
+    names = {c.name for c in cases}
+
+    def case_list(key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        value = table.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            raise LabSpecError(f"{where}: '{key}' must be a non-empty list of case names")
+        unknown_cases = [v for v in value if v not in names]
+        if unknown_cases:
+            raise LabSpecError(f"{where}: '{key}' names {', '.join(unknown_cases)}, which "
+                               f"{'is not a case' if len(unknown_cases) == 1 else 'are not cases'} of [[cases]]")
+        return tuple(value)
+
+    rules = []
+    for i, item in enumerate(table.get("forbidden", [])):
+        at = f"{where} forbidden[{i}]"
+        if not isinstance(item, dict):
+            raise LabSpecError(f"{at}: must be a table with 'library' and 'why'")
+        library = _require(item, "library", str, at)
+        if library not in forbidden.LIBRARIES:
+            raise LabSpecError(f"{at}: unknown library '{library}' (known: {', '.join(sorted(forbidden.LIBRARIES))})")
+        rules.append(Forbidden(library, _require(item, "why", str, at)))
+    points = table.get("sanitizer_points", 0)
+    if isinstance(points, bool) or not isinstance(points, (int, float)) or points < 0:
+        raise LabSpecError(f"{where}: 'sanitizer_points' must be a number of points, 0 or more")
+    if points > scoring.correctness_points + scoring.performance_points:
+        raise LabSpecError(f"{where}: 'sanitizer_points' is more than the lab's total points")
+    smoke = case_list("smoke_cases", _smallest_cases(cases, 3))
+    return HandInRules(accepts_readme=readme, forbidden=tuple(rules), smoke_cases=smoke,
+                       sanitizer_cases=case_list("sanitizer_cases", smoke[:2]),
+                       sanitizer_points=float(points))
 
 
 # --- the C++ header ----------------------------------------------------------------

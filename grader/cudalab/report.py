@@ -20,6 +20,7 @@ STATUS_WORDS = {
     "not_run": "not run: no CUDA device here (built only, no grade given)",
     "compile_error": "did not compile",
     "submission_error": "hand-in rejected",
+    "forbidden": "uses a library the lab does not allow",
     "unknown_lab": "unknown lab",
     "not_isolated": "not graded: no sandbox for the student's code here",
     "error": "grader error (not the student's fault)",

@@ -133,14 +133,18 @@ class Runner:
 
     def run(self, binary: Path, args: Sequence[object], *, gpu: bool = True, timeout_s: float | None = None,
             env: dict[str, str] | None = None, pass_fds: Sequence[int] = (),
-            during: Callable[[], bool] | None = None) -> tuple[ProcessResult, Path]:
-        """Run `binary` with `args` (inside paths: RUN/...) in a folder of its own; return the
-        result and that folder (on the host)."""
+            during: Callable[[], bool] | None = None, wrapper: Sequence[str] = (),
+            wrapper_toolchain: Sequence[Path] = ()) -> tuple[ProcessResult, Path]:
+        """Run `binary` with `args` (inside paths: RUN/...) in a folder of its own, under
+        `wrapper` when given (a tool such as compute-sanitizer, whose folders outside /usr are
+        `wrapper_toolchain`); return the result and that folder (on the host)."""
         folder = fresh_dir(self.scratch, "run")
         inside = f"{BIN}/{binary.name}"
-        result = self.sandbox.run([inside, *map(str, args)], workdir=Bind(folder, RUN, writable=True),
+        result = self.sandbox.run([*map(str, wrapper), inside, *map(str, args)],
+                                  workdir=Bind(folder, RUN, writable=True),
                                   binds=[Bind(binary, inside)], limits=run_limits(self.config, timeout_s),
-                                  gpu=gpu, env=env, pass_fds=pass_fds, during=during, toolchain=self.toolchain)
+                                  gpu=gpu, env=env, pass_fds=pass_fds, during=during,
+                                  toolchain=tuple(self.toolchain) + tuple(wrapper_toolchain))
         return result, folder
 
     def check(self, dump: Path, seed: int, *, cases: Sequence[str] = (), bench_case: str | None = None,

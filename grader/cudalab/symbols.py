@@ -120,6 +120,21 @@ def _nm_dynamic_argv(library: Path) -> list[str]:
     return [_nm(), "-D", "-P", "--defined-only", "--extern-only", "--no-sort", str(library)]
 
 
+def nm_all_argv(obj: Path) -> list[str]:
+    """The nm command listing every symbol `obj` defines or refers to, in POSIX format."""
+    return [_nm(), "-P", "--no-sort", str(obj)]
+
+
+def parse_nm_names(text: str) -> list[str]:
+    """Every symbol name in `nm -P` output (defined, undefined or local), in order."""
+    names = []
+    for line in text.splitlines():
+        match = _NM_DEFINED.match(line) or _NM_UNDEFINED.match(line)
+        if match is not None:
+            names.append(_unversioned(match["name"]))
+    return list(dict.fromkeys(names))
+
+
 def _nm_undefined_argv(obj: Path) -> list[str]:
     return [_nm(), "-P", "--undefined-only", "--no-sort", str(obj)]
 

@@ -1,0 +1,180 @@
+"""Libraries a lab forbids because they would do the lab's work (CUB's DeviceReduce in the
+reduction lab, cuBLAS in matmul, ...), caught twice:
+
+* in the source: an #include of the library's headers, its namespace, or its C API names,
+  each at its line (comments and string literals are not code and are skipped);
+* in the compiled object: symbols from the library's namespace or API, defined (template
+  instantiations) or called, and the names of its shared libraries or API functions as
+  strings (what dlopen/dlsym would be given). This catches what macros hide from the text.
+
+The catalogue below says how to recognise each library; lab.toml's [[handin.forbidden]]
+says which ones a lab forbids and why, in words the student reads.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .handin import Finding
+from .labspec import LabSpec
+
+
+@dataclass(frozen=True)
+class Library:
+    title: str
+    includes: tuple[str, ...]       # regexes on an #include's target
+    source: tuple[str, ...]         # regexes on code (comments and strings removed)
+    symbols: tuple[str, ...]        # regexes on demangled symbol names
+    strings: tuple[str, ...]        # regexes on printable strings in the object
+    # Libraries whose headers pull this one's symbols in (Thrust is built on CUB, and CUB
+    # launches through a Thrust helper): when both show up in an object, the one with more
+    # symbols there is the one the student used.
+    entangled_with: tuple[str, ...] = ()
+
+
+_SO = r"\.so(\.\d+)*"
+LIBRARIES: dict[str, Library] = {
+    "cub": Library("CUB", includes=(r"^cub/",), source=(r"\bcub\s*::", r"\bnamespace\s+\w+\s*=\s*cub\b",
+                                                        r"\busing\s+namespace\s+cub\b"),
+                   symbols=(r"\bcub::",), strings=(), entangled_with=("thrust",)),
+    "thrust": Library("Thrust", includes=(r"^thrust/",),
+                      source=(r"\bthrust\s*::", r"\bnamespace\s+\w+\s*=\s*thrust\b",
+                              r"\busing\s+namespace\s+thrust\b"),
+                      symbols=(r"\bthrust::",), strings=(), entangled_with=("cub",)),
+    "cublas": Library("cuBLAS", includes=(r"^cublas",), source=(r"\bcublas[A-Z]\w*",),
+                      symbols=(r"\bcublas[A-Z]\w*",), strings=(rf"libcublas(Lt)?{_SO}", r"^cublas[A-Z]\w+$")),
+    "npp": Library("NPP", includes=(r"^npp",), source=(r"\bnpp[a-z]\w*",),
+                   symbols=(r"\bnpp[a-z]\w*",), strings=(rf"libnpp\w*{_SO}", r"^npp[a-z]\w+$")),
+    "cudnn": Library("cuDNN", includes=(r"^cudnn",), source=(r"\bcudnn[A-Z]\w*",),
+                     symbols=(r"\bcudnn[A-Z]\w*",), strings=(rf"libcudnn\w*{_SO}", r"^cudnn[A-Z]\w+$")),
+    "cufft": Library("cuFFT", includes=(r"^cufft",), source=(r"\bcufft[A-Z]\w*",),
+                     symbols=(r"\bcufft[A-Z]\w*",), strings=(rf"libcufft\w*{_SO}", r"^cufft[A-Z]\w+$")),
+}
+_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
+_STRING_BYTES = re.compile(rb"[\x21-\x7e]{5,}")
+_OBJECT_READ_CAP = 256 * 1024 * 1024
+
+
+def code_lines(text: str) -> list[str]:
+    """The source's lines with comments and string/char literals blanked out (line numbers
+    kept), so a library named in a comment is not a finding. #include lines keep their
+    target."""
+    out: list[str] = []
+    line: list[str] = []
+    i, n = 0, len(text)
+    state = "code"
+    while i < n:
+        c = text[i]
+        nxt = text[i + 1] if i + 1 < n else ""
+        if c == "\n":
+            out.append("".join(line))
+            line = []
+            if state in ("line_comment", "string", "char"):
+                state = "code"  # an unterminated literal ends at the line
+            i += 1
+            continue
+        if state == "code":
+            if c == "/" and nxt == "/":
+                state = "line_comment"
+                i += 2
+                continue
+            if c == "/" and nxt == "*":
+                state = "block_comment"
+                line.append(" ")
+                i += 2
+                continue
+            if c == '"' and not _INCLUDE.match("".join(line) + '"'):
+                state = "string"
+                line.append('"')
+            elif c == "'":
+                state = "char"
+                line.append("'")
+            else:
+                line.append(c)
+        elif state == "block_comment":
+            if c == "*" and nxt == "/":
+                state = "code"
+                i += 2
+                continue
+        elif state in ("string", "char"):
+            if c == "\\":
+                i += 2
+                continue
+            if (c == '"' and state == "string") or (c == "'" and state == "char"):
+                state = "code"
+                line.append(c)
+        i += 1
+    out.append("".join(line))
+    return out
+
+
+def _forbidden_sentence(spec: LabSpec, library: str, why: str) -> str:
+    return f"{LIBRARIES[library].title} is not allowed in the {spec.name} lab: {why}"
+
+
+def source_findings(spec: LabSpec, sources: dict[str, str]) -> list[Finding]:
+    """Each forbidden library's includes and names in the student's files, at their line."""
+    findings: list[Finding] = []
+    for rule in spec.handin.forbidden:
+        library = LIBRARIES[rule.library]
+        for file_name, text in sources.items():
+            for number, code in enumerate(code_lines(text), start=1):
+                include = _INCLUDE.match(code)
+                if include and any(re.search(p, include[1]) for p in library.includes):
+                    what = f"includes <{include[1]}>"
+                else:
+                    match = next((m for p in library.source for m in [re.search(p, code)] if m), None)
+                    if match is None:
+                        continue
+                    what = f"uses {match[0].strip()}"
+                findings.append(Finding("forbidden", "error",
+                                        f"{file_name}:{number} {what}. "
+                                        f"{_forbidden_sentence(spec, rule.library, rule.why)}",
+                                        file=file_name, line=number))
+    return findings
+
+
+def object_strings(obj: Path) -> list[str]:
+    """Printable runs of five or more characters in an object file (what `strings` shows)."""
+    with open(obj, "rb") as handle:
+        data = handle.read(_OBJECT_READ_CAP)
+    return [m.group().decode("ascii") for m in _STRING_BYTES.finditer(data)]
+
+
+def object_findings(spec: LabSpec, source_name: str, demangled_symbols: list[str],
+                    strings: list[str]) -> list[Finding]:
+    """Forbidden libraries seen in the compiled object: their symbols (defined or called)
+    and the names a dlopen/dlsym would take. One finding per library, with the evidence."""
+    found: dict[str, list[str]] = {}
+    for rule in spec.handin.forbidden:
+        library = LIBRARIES[rule.library]
+        evidence: list[str] = []
+        for name in demangled_symbols:
+            if any(re.search(p, name) for p in library.symbols):
+                evidence.append(name)
+        for text in strings:
+            for pattern in library.strings:
+                match = re.search(pattern, text)
+                if match and match[0] not in evidence:
+                    evidence.append(match[0])
+        if evidence:
+            found[rule.library] = evidence
+    findings = []
+    for rule in spec.handin.forbidden:
+        evidence = found.get(rule.library)
+        if not evidence:
+            continue
+        if any(len(found.get(other, ())) > len(evidence) for other in LIBRARIES[rule.library].entangled_with):
+            continue  # brought in by the headers of a library that is reported itself
+        shown = sorted(set(evidence), key=len)  # the shortest names say the most at a glance
+        sample = "; ".join(_short(e) for e in shown[:3]) + (f"; and {len(shown) - 3} more" if len(shown) > 3 else "")
+        findings.append(Finding("forbidden", "error",
+                                f"The compiled {source_name} uses {LIBRARIES[rule.library].title} "
+                                f"({sample}). {_forbidden_sentence(spec, rule.library, rule.why)}",
+                                file=source_name))
+    return findings
+
+
+def _short(name: str, width: int = 90) -> str:
+    return name if len(name) <= width else name[:width - 3] + "..."

@@ -1,0 +1,487 @@
+"""Reading a hand-in as data: a folder, a .tar.gz/.tgz/.tar or a .zip, whatever it holds.
+
+Nothing in a hand-in is trusted. An archive is never unpacked with a library's extract
+call: each entry is looked at as data (its name, its kind, its size) and only the lab's
+own files are ever read, with a cap, into memory; the grader writes them out itself under
+their lab names. So an absolute path, a `..`, a link, a device file, too many entries or
+a zip bomb can only ever become a finding, never a file outside the staging folder.
+
+`read_hand_in` returns the entries and the intake findings; `file_findings` compares the
+entries with what the lab takes (required files, nothing else, near misses named).
+"""
+from __future__ import annotations
+
+import difflib
+import gzip
+import hashlib
+import io
+import os
+import stat
+import tarfile
+import unicodedata
+import zipfile
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from .config import Config
+from .labspec import LabSpec
+
+README = "README.md"
+MANIFEST = "cudalab-manifest.json"  # what `cudalab pack` adds: read, checked, never built
+# Files an operating system adds on its own when a folder is zipped: reported, never fatal.
+_OS_LITTER = ("__MACOSX", ".DS_Store", "Thumbs.db", "desktop.ini")
+_READ_CHUNK = 64 * 1024
+_MAX_NAME_BYTES = 255
+_MAX_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing a check found, as a sentence that says what is wrong and what to do.
+    `severity` is 'error' (the hand-in would be rejected) or 'warning' (reported only)."""
+
+    check: str
+    severity: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+
+    def to_json(self) -> dict:
+        body = {"check": self.check, "severity": self.severity, "message": self.message}
+        if self.file is not None:
+            body["file"] = self.file
+        if self.line is not None:
+            body["line"] = self.line
+        return body
+
+
+@dataclass
+class Entry:
+    """One entry of a hand-in: its name inside it ('/'-separated), kind and size. `data` is
+    filled only for the lab's own files."""
+
+    name: str
+    kind: str  # file, dir, symlink, hardlink, device, fifo, other
+    size: int
+    data: bytes | None = None
+
+
+@dataclass
+class HandIn:
+    path: Path
+    form: str  # folder, tar.gz, tar, zip
+    sha256: str | None  # of the archive file; None for a folder
+    entries: list[Entry] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    top_folder: str | None = None  # the single folder everything was in, stripped
+
+    def files(self) -> dict[str, Entry]:
+        return {e.name: e for e in self.entries if e.kind == "file"}
+
+    def write_accepted(self, spec: LabSpec, dest: Path) -> list[str]:
+        """Write the lab's files that were read (and README.md where the lab takes one) into
+        `dest`, under their lab names; return the names written."""
+        dest.mkdir(parents=True, exist_ok=True)
+        dest.chmod(0o755)
+        written = []
+        for name in accepted_names(spec):
+            entry = self.files().get(name)
+            if entry is not None and entry.data is not None:
+                (dest / name).write_bytes(entry.data)
+                (dest / name).chmod(0o644)
+                written.append(name)
+        return written
+
+
+class IntakeLimit(Exception):
+    """A limit on the hand-in's size was reached; reading stops there."""
+
+
+def accepted_names(spec: LabSpec) -> tuple[str, ...]:
+    return spec.files + ((README,) if spec.accepts_readme else ())
+
+
+def _limit_for(spec: LabSpec, config: Config, name: str) -> int:
+    return spec.max_file_bytes if name in spec.files else config.handin_max_file_bytes
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+# --- names, as data -------------------------------------------------------------------------
+
+def _shown(name: str) -> str:
+    """A name as it may be printed: control characters and odd bytes escaped."""
+    return ascii(name)[1:-1] if any(unicodedata.category(c)[0] == "C" for c in name) else name
+
+
+def name_problem(raw: str) -> str | None:
+    """Why an entry name cannot be taken as a plain relative path, or None when it can."""
+    if not raw:
+        return "has an empty name"
+    if "\x00" in raw or any(unicodedata.category(c) in ("Cc", "Cf") for c in raw):
+        return "has a control character in its name"
+    if any("\udc80" <= c <= "\udcff" for c in raw):
+        return "has a name that is not valid UTF-8"
+    if "\\" in raw:
+        return "has a backslash in its name (a Windows path?)"
+    if raw.startswith("/") or (len(raw) > 1 and raw[1] == ":"):
+        return "is an absolute path"
+    parts = [p for p in raw.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        return "has '..' in its path (it would land outside the hand-in)"
+    if not parts:
+        return "has an empty name"
+    if any(len(p.encode("utf-8", "surrogateescape")) > _MAX_NAME_BYTES for p in parts):
+        return f"has a name part longer than {_MAX_NAME_BYTES} bytes"
+    if len(parts) > _MAX_DEPTH:
+        return f"is nested more than {_MAX_DEPTH} folders deep"
+    return None
+
+
+def _normal(raw: str) -> str:
+    return "/".join(p for p in raw.split("/") if p not in ("", "."))
+
+
+# --- reading each form ------------------------------------------------------------------
+
+class _Reader:
+    """Collects entries under the limits: how many, how big each, how big in all."""
+
+    def __init__(self, spec: LabSpec, config: Config, hand_in: HandIn):
+        self.spec, self.config, self.hand_in = spec, config, hand_in
+        self.total = 0
+        self.wanted = set(accepted_names(spec)) | {MANIFEST}
+
+    def finding(self, message: str, name: str | None = None, severity: str = "error") -> None:
+        self.hand_in.findings.append(Finding("intake", severity, message, file=name))
+
+    def add(self, raw: str, kind: str, size: int, read=None) -> None:
+        """Take one entry; `read(limit)` returns up to limit+1 bytes of a file's contents."""
+        if len(self.hand_in.entries) >= self.config.handin_max_entries:
+            raise IntakeLimit(f"The hand-in has more than {self.config.handin_max_entries} entries; "
+                              "reading stopped there. Hand in only the lab's files.")
+        problem = name_problem(raw)
+        if problem is not None:
+            self.finding(f"An entry {problem}: '{_shown(raw)}'. It was not unpacked; hand in plain "
+                         "files with plain relative names.", _shown(raw))
+            return
+        name = _normal(raw)
+        if kind == "symlink":
+            self.finding(f"{name} is a symbolic link. Links are not accepted: hand in the file itself.", name)
+        elif kind == "hardlink":
+            self.finding(f"{name} is a hard link inside the archive. Links are not accepted: hand in "
+                         "the file itself.", name)
+        elif kind in ("device", "fifo", "other"):
+            self.finding(f"{name} is a {'device file' if kind == 'device' else 'special file'}, not a "
+                         "plain file. Hand in source files only.", name)
+        entry = Entry(name, kind, size)
+        if kind == "file" and read is not None:
+            base = PurePosixPath(name).name
+            limit = _limit_for(self.spec, self.config, base)
+            if size > limit:
+                self.finding(f"{name} is {size} bytes, over the limit of {limit} bytes for "
+                             f"{'a lab file' if base in self.spec.files else 'any file'}. Hand in "
+                             "the source only (no data, no build outputs).", name)
+            else:
+                if base in self.wanted or self._may_be_wanted(name):
+                    data = read(min(limit, self.config.handin_max_total_bytes - self.total))
+                    self.total += len(data)
+                    if len(data) > limit:
+                        self.finding(f"{name} unpacks to more than {limit} bytes, over the limit "
+                                     "for a lab file. Hand in the source only.", name)
+                    else:
+                        entry.data = data
+                        entry.size = len(data)
+                else:
+                    self.total += size
+        if self.total > self.config.handin_max_total_bytes:
+            raise IntakeLimit(f"The hand-in unpacks to more than {self.config.handin_max_total_bytes} "
+                              "bytes; reading stopped there (an archive bomb, or data that does not "
+                              "belong in a hand-in).")
+        self.hand_in.entries.append(entry)
+
+    def _may_be_wanted(self, name: str) -> bool:
+        """A file one folder down whose base name the lab takes (the folder may be stripped)."""
+        return name.count("/") == 1 and PurePosixPath(name).name in self.wanted
+
+
+def _capped(handle, limit: int) -> bytes:
+    """Up to limit+1 bytes from `handle`, read in chunks (a size a header claims is not trusted)."""
+    out = bytearray()
+    while len(out) <= limit:
+        chunk = handle.read(min(_READ_CHUNK, limit + 1 - len(out)))
+        if not chunk:
+            break
+        out += chunk
+    return bytes(out)
+
+
+def _read_folder(folder: Path, reader: _Reader) -> None:
+    def walk(path: Path, prefix: str, depth: int) -> None:
+        try:
+            names = sorted(os.listdir(path))
+        except OSError as err:
+            reader.finding(f"The folder {prefix or path} cannot be read ({err.strerror}).")
+            return
+        for name in names:
+            full = path / name
+            rel = f"{prefix}{name}"
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                reader.add(rel + "/", "dir", 0)
+                if depth < _MAX_DEPTH:
+                    walk(full, rel + "/", depth + 1)
+                continue
+            kind = ("file" if stat.S_ISREG(st.st_mode) else "symlink" if stat.S_ISLNK(st.st_mode)
+                    else "device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                    else "fifo" if stat.S_ISFIFO(st.st_mode) else "other")
+
+            def read(limit: int, full=full) -> bytes:
+                fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                with os.fdopen(fd, "rb") as handle:
+                    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                        return b""
+                    return _capped(handle, limit)
+            reader.add(rel, kind, st.st_size, read if kind == "file" else None)
+    walk(folder, "", 0)
+
+
+class _CountingStream(io.RawIOBase):
+    """A decompressed stream that stops once more than `limit` bytes have come out of it."""
+
+    def __init__(self, inner, limit: int):
+        self.inner, self.limit, self.count = inner, limit, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self.inner.read(len(buffer))
+        self.count += len(data)
+        if self.count > self.limit:
+            raise IntakeLimit(f"The archive unpacks to more than {self.limit} bytes; reading stopped "
+                              "there (an archive bomb, or data that does not belong in a hand-in).")
+        buffer[:len(data)] = data
+        return len(data)
+
+
+def _read_tar(path: Path, compressed: bool, reader: _Reader) -> None:
+    # Headers and padding count too: twice the content limit bounds the whole stream.
+    with open(path, "rb") as raw:
+        inner = gzip.GzipFile(fileobj=raw) if compressed else raw
+        stream = io.BufferedReader(_CountingStream(inner, 2 * reader.config.handin_max_total_bytes + (1 << 20)))
+        with tarfile.open(fileobj=stream, mode="r|") as archive:
+            for member in archive:
+                kind = ("file" if member.isreg() else "dir" if member.isdir() else "symlink" if member.issym()
+                        else "hardlink" if member.islnk() else "device" if member.ischr() or member.isblk()
+                        else "fifo" if member.isfifo() else "other")
+
+                def read(limit: int, member=member) -> bytes:
+                    handle = archive.extractfile(member)
+                    return _capped(handle, limit) if handle is not None else b""
+                reader.add(member.name + ("/" if kind == "dir" else ""), kind, max(0, member.size),
+                           read if kind == "file" else None)
+
+
+def _zip_kind(info: zipfile.ZipInfo) -> str:
+    mode = info.external_attr >> 16
+    if info.is_dir():
+        return "dir"
+    if info.create_system == 3 and mode:  # made on Unix: the mode says what it is
+        if stat.S_ISLNK(mode):
+            return "symlink"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            return "device"
+        if stat.S_ISFIFO(mode):
+            return "fifo"
+        if not stat.S_ISREG(mode) and stat.S_IFMT(mode):
+            return "other"
+    return "file"
+
+
+def _read_zip(path: Path, reader: _Reader) -> None:
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            kind = _zip_kind(info)
+            if kind == "file" and info.flag_bits & 0x1:
+                reader.finding(f"{_normal(info.filename)} is encrypted. Hand in an archive without a "
+                               "password.", _normal(info.filename))
+                continue
+
+            def read(limit: int, info=info) -> bytes:
+                with archive.open(info) as handle:
+                    return _capped(handle, limit)
+            reader.add(info.filename, kind, max(0, info.file_size), read if kind == "file" else None)
+
+
+def _form(path: Path) -> str | None:
+    name = path.name.lower()
+    if name.endswith((".tar.gz", ".tgz")):
+        return "tar.gz"
+    if name.endswith(".tar"):
+        return "tar"
+    if name.endswith(".zip"):
+        return "zip"
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(262)
+    except OSError:
+        return None
+    if head.startswith(b"\x1f\x8b"):
+        return "tar.gz"
+    if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
+        return "zip"
+    if head[257:262] == b"ustar":
+        return "tar"
+    return None
+
+
+def _strip_top_folder(hand_in: HandIn, spec: LabSpec) -> None:
+    """Students often pack the folder rather than its files: when everything sits in one
+    folder and the top level holds no file, look inside that folder instead."""
+    real = [e for e in hand_in.entries if not _is_litter(e.name)]
+    tops = {e.name.split("/", 1)[0] for e in real}
+    if len(tops) != 1 or any("/" not in e.name.rstrip("/") and e.kind != "dir" for e in real):
+        return
+    top = tops.pop()
+    if top in accepted_names(spec):
+        return
+    hand_in.top_folder = top
+    kept = []
+    for entry in hand_in.entries:
+        if entry.name.rstrip("/") == top:
+            continue
+        if entry.name.startswith(top + "/"):
+            entry.name = entry.name[len(top) + 1:]
+        kept.append(entry)
+    hand_in.entries = kept
+
+
+def _is_litter(name: str) -> bool:
+    parts = name.rstrip("/").split("/")
+    return parts[0] in _OS_LITTER or parts[-1] in _OS_LITTER or parts[-1].startswith("._")
+
+
+def read_hand_in(path: Path, spec: LabSpec, config: Config) -> HandIn:
+    """Read a hand-in (folder or archive) as data; never raises for anything in it."""
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        hand_in = HandIn(path, "folder", None)
+    elif not path.exists():
+        hand_in = HandIn(path, "missing", None)
+        hand_in.findings.append(Finding("intake", "error", f"{path} does not exist. Give the folder or "
+                                        "archive (.tar.gz, .tgz or .zip) that holds your hand-in."))
+        return hand_in
+    else:
+        form = _form(path) if path.is_file() else None
+        hand_in = HandIn(path, form or "unknown", sha256_file(path) if path.is_file() else None)
+        if form is None:
+            hand_in.findings.append(Finding("intake", "error", f"{path.name} is neither a folder nor a "
+                                            ".tar.gz, .tgz or .zip archive. Hand in one of those "
+                                            "(`cudalab pack` makes the .tar.gz)."))
+            return hand_in
+        if path.stat().st_size > config.handin_max_archive_bytes:
+            hand_in.findings.append(Finding("intake", "error", f"{path.name} is {path.stat().st_size} "
+                                            f"bytes, over the limit of {config.handin_max_archive_bytes} "
+                                            "for a hand-in. Hand in the source files only."))
+            return hand_in
+    reader = _Reader(spec, config, hand_in)
+    try:
+        if hand_in.form == "folder":
+            _read_folder(path, reader)
+        elif hand_in.form == "zip":
+            _read_zip(path, reader)
+        else:
+            _read_tar(path, hand_in.form == "tar.gz", reader)
+    except IntakeLimit as stop:
+        reader.finding(str(stop))
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, gzip.BadGzipFile, zlib.error,
+            NotImplementedError, RuntimeError, ValueError, OSError) as err:
+        reader.finding(f"{path.name} is not a readable {hand_in.form} archive ({_one_line(err)}). "
+                       "Make it again, for instance with `cudalab pack`.")
+    _strip_top_folder(hand_in, spec)
+    return hand_in
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split())[:200] or type(err).__name__
+
+
+# --- what the lab takes -------------------------------------------------------------------
+
+def _near(name: str, candidates: list[str]) -> str | None:
+    lowered = {c.lower(): c for c in candidates}
+    if name.lower() in lowered:
+        return lowered[name.lower()]
+    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.75)
+    if close:
+        return close[0]
+    stem = PurePosixPath(name).stem.replace("_", "").replace("-", "").lower()
+    for candidate in candidates:
+        if PurePosixPath(candidate).stem.replace("_", "").replace("-", "").lower() == stem:
+            return candidate
+    return None
+
+
+def file_findings(hand_in: HandIn, spec: LabSpec) -> list[Finding]:
+    """Required files present, nothing else; near misses named."""
+    findings: list[Finding] = []
+    entries = [e for e in hand_in.entries if e.kind != "dir"]
+    top_files = {e.name: e for e in entries if "/" not in e.name}
+    takes = ", ".join(accepted_names(spec)) if spec.accepts_readme else ", ".join(spec.files)
+    explained: set[str] = set()
+    for required in spec.files:
+        entry = top_files.get(required)
+        if entry is not None and entry.kind == "file":
+            continue
+        if entry is not None:
+            continue  # a link or special file under that name: the intake already said so
+        nested = [e.name for e in entries if PurePosixPath(e.name).name == required]
+        if nested:
+            findings.append(Finding("files", "error", f"{required} is missing at the top of the hand-in; "
+                                    f"it is at {nested[0]}. Put {required} itself at the top "
+                                    "(no folders).", nested[0]))
+            explained.add(nested[0])
+            continue
+        others = [e.name for e in entries if e.name not in spec.files and not _is_litter(e.name)]
+        guess = _near(required, [PurePosixPath(o).name for o in others])
+        if guess is not None:
+            where = next(o for o in others if PurePosixPath(o).name == guess)
+            findings.append(Finding("files", "error", f"{where}: did you mean {required}? The {spec.name} "
+                                    f"lab needs a file called exactly {required}; rename it.", where))
+            explained.add(where)
+        else:
+            findings.append(Finding("files", "error", f"{required} is missing. The {spec.name} lab's "
+                                    f"hand-in is exactly: {takes}."))
+    for entry in entries:
+        if entry.name in explained or (entry.name in spec.files and "/" not in entry.name):
+            continue
+        if _is_litter(entry.name):
+            findings.append(Finding("files", "warning", f"{entry.name} was added by the operating system "
+                                    "when the archive was made; it is ignored (`cudalab pack` leaves it "
+                                    "out).", entry.name))
+            continue
+        base = PurePosixPath(entry.name).name
+        if entry.name == README:
+            if not spec.accepts_readme:
+                findings.append(Finding("files", "error", f"{README}: the {spec.name} lab takes no written "
+                                        f"answers, so no {README}; remove it (the hand-in is exactly: "
+                                        f"{takes}).", README))
+            continue
+        if spec.accepts_readme and _near(base, [README]) is not None and "/" not in entry.name:
+            findings.append(Finding("files", "error", f"{entry.name}: did you mean {README}? Written "
+                                    f"answers go in a file called exactly {README}.", entry.name))
+            continue
+        findings.append(Finding("files", "error", f"{entry.name} is not part of the {spec.name} hand-in; "
+                                f"remove it (the hand-in is exactly: {takes}).", entry.name))
+    return findings
