@@ -2,7 +2,9 @@
 """The short table tools/gpu-check.sh prints last: the isolation in force, test totals,
 each lab's ladder at every bench size, the grades of each lab's solution and starter
 (with the timing cross-check: how far the reference's per-round wall-clock estimates
-moved, and where a grade's time went), and the hostile suite's table.
+moved, and where a grade's time went), each lab's solution checked as a hand-in (its
+verdicts and how long the check took), the sanitizer fixtures' first findings, and the
+hostile suite's table.
 
     gpu_summary.py OUT_DIR
 """
@@ -68,8 +70,16 @@ def main() -> int:
     print(f"isolation: {(out / 'isolation.txt').read_text().strip()[:300] if (out / 'isolation.txt').exists() else '?'}")
     print(f"ctest:  {last_match(out / 'ctest.log', r'tests passed|tests failed')}")
     print(f"pytest: {last_match(out / 'pytest.log', r'passed|failed|error')}")
-    for path in sorted(out.glob("sanitizer_*.log")):
-        print(f"{path.stem}: {last_match(path, r'ERROR SUMMARY|exit')}")
+    for path in sorted(out.glob("receipt_*.json")):
+        receipt = load(path) or {}
+        lab = path.stem.split("_", 1)[1].rsplit("_", 1)[0]
+        seconds = (out / f"check_{lab}.time").read_text().strip() if (out / f"check_{lab}.time").exists() else "?"
+        verdicts = " ".join(f"{c['name']}={c['verdict']}" for c in receipt.get("checks", []))
+        print(f"check {lab} solution: {'accepted' if receipt.get('accepted') else 'NOT accepted'} in {seconds} s: {verdicts}")
+    for path in sorted((out / "receipts").glob("*.txt")):
+        findings = [line.strip() for line in path.read_text().splitlines() if line.strip().startswith("- ")]
+        sanitizer = [f for f in findings if "sanitizer" in f.lower() or ".cu:" in f]
+        print(f"receipt {path.stem}: {sanitizer[0][:160] if sanitizer else 'no sanitizer finding'}")
     for lab, ladder in results(out, "ladder"):
         print(f"ladder {lab} (seed {ladder.get('seed')}, {ladder.get('samples')} samples):")
         print("\n".join(ladder_rows(ladder)))

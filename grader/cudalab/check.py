@@ -32,8 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import __version__, build, console, handin, labs, report
-from . import sanitizer  # noqa
+from . import __version__, build, console, handin, labs, report, sanitizer
 from .config import Config, cuda_device_present
 from .errors import CompileError, SubmissionError, UsageError
 from .exit_codes import Cli, Harness

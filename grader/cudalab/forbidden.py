@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from .handin import Finding
 from .labspec import LabSpec
@@ -27,6 +28,7 @@ class Library:
     source: tuple[str, ...]         # regexes on code (comments and strings removed)
     symbols: tuple[str, ...]        # regexes on demangled symbol names
     strings: tuple[str, ...]        # regexes on printable strings in the object
+    shared: tuple[str, ...] = ()    # globs of its shared libraries, hidden from a run
     # Libraries whose headers pull this one's symbols in (Thrust is built on CUB, and CUB
     # launches through a Thrust helper): when both show up in an object, the one with more
     # symbols there is the one the student used.
@@ -43,13 +45,17 @@ LIBRARIES: dict[str, Library] = {
                               r"\busing\s+namespace\s+thrust\b"),
                       symbols=(r"\bthrust::",), strings=(), entangled_with=("cub",)),
     "cublas": Library("cuBLAS", includes=(r"^cublas",), source=(r"\bcublas[A-Z]\w*",),
-                      symbols=(r"\bcublas[A-Z]\w*",), strings=(rf"libcublas(Lt)?{_SO}", r"^cublas[A-Z]\w+$")),
+                      symbols=(r"\bcublas[A-Z]\w*",), strings=(rf"libcublas(Lt)?{_SO}", r"^cublas[A-Z]\w+$"),
+                      shared=("libcublas.so*", "libcublasLt.so*")),
     "npp": Library("NPP", includes=(r"^npp",), source=(r"\bnpp[a-z]\w*",),
-                   symbols=(r"\bnpp[a-z]\w*",), strings=(rf"libnpp\w*{_SO}", r"^npp[a-z]\w+$")),
+                   symbols=(r"\bnpp[a-z]\w*",), strings=(rf"libnpp\w*{_SO}", r"^npp[a-z]\w+$"),
+                   shared=("libnpp*.so*",)),
     "cudnn": Library("cuDNN", includes=(r"^cudnn",), source=(r"\bcudnn[A-Z]\w*",),
-                     symbols=(r"\bcudnn[A-Z]\w*",), strings=(rf"libcudnn\w*{_SO}", r"^cudnn[A-Z]\w+$")),
+                     symbols=(r"\bcudnn[A-Z]\w*",), strings=(rf"libcudnn\w*{_SO}", r"^cudnn[A-Z]\w+$"),
+                     shared=("libcudnn*.so*",)),
     "cufft": Library("cuFFT", includes=(r"^cufft",), source=(r"\bcufft[A-Z]\w*",),
-                     symbols=(r"\bcufft[A-Z]\w*",), strings=(rf"libcufft\w*{_SO}", r"^cufft[A-Z]\w+$")),
+                     symbols=(r"\bcufft[A-Z]\w*",), strings=(rf"libcufft\w*{_SO}", r"^cufft[A-Z]\w+$"),
+                     shared=("libcufft*.so*",)),
 }
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 _STRING_BYTES = re.compile(rb"[\x21-\x7e]{5,}")
@@ -174,6 +180,28 @@ def object_findings(spec: LabSpec, source_name: str, demangled_symbols: list[str
                                 f"({sample}). {_forbidden_sentence(spec, rule.library, rule.why)}",
                                 file=source_name))
     return findings
+
+
+_LIBRARY_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+                 "/lib/x86_64-linux-gnu", "/lib64")
+
+
+def shared_library_files(spec: LabSpec, search: Iterable[Path] = ()) -> list[Path]:
+    """The real files (links resolved) of the shared libraries a lab forbids, in the CUDA
+    toolkit's and the system's library folders: a run cannot read them, so that a dlopen of
+    a name the object never spelled out (built at run time) finds nothing either."""
+    from .symbols import cuda_library_dirs
+
+    folders = [*map(Path, search), *cuda_library_dirs(), *map(Path, _LIBRARY_DIRS)]
+    found: list[Path] = []
+    for rule in spec.handin.forbidden:
+        for pattern in LIBRARIES[rule.library].shared:
+            for folder in folders:
+                for path in sorted(folder.glob(pattern)):
+                    real = path.resolve()
+                    if real.is_file() and real not in found:
+                        found.append(real)
+    return found
 
 
 def _short(name: str, width: int = 90) -> str:

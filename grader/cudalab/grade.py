@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import __version__, build, console, gpu, labs, report
+from . import __version__, build, console, gpu, labs, report, sanitizer
 from .config import Config
 from .errors import (CompileError, CudalabError, GraderError, NoDeviceError, NotIsolatedError,
                      SubmissionError)
@@ -139,6 +139,29 @@ class GradingSession:
                "stderr_head": result.stderr_head(10)}
         self._discard(folder)
         return cases, run
+
+    # -- compute-sanitizer (where lab.toml takes points off for its errors) -----------------
+    def run_sanitizer(self, sources: Path) -> dict:
+        points = self.spec.handin.sanitizer_points
+        tool = sanitizer.find_sanitizer()
+        if tool is None:
+            return {"status": "skipped", "points_off": 0.0,
+                    "message": "compute-sanitizer is not on this machine, so no points were taken off for it."}
+        files = {p.name: p.read_text(encoding="utf-8", errors="replace").splitlines()
+                 for p in sorted(sources.glob("*")) if p.is_file()}
+        console.info("Running compute-sanitizer on " + ", ".join(self.spec.handin.sanitizer_cases))
+        outcome = sanitizer.run_tools(self.runner, tool, self.submission, self.spec.handin.sanitizer_cases,
+                                      self.seed, files, self.config.sanitizer_timeout_s)
+        body = outcome.to_json()
+        if outcome.clean:
+            body.update(status="clean", points_off=0.0, message="compute-sanitizer found no errors.")
+        else:
+            what = "; ".join([f.sentence for f in outcome.findings[:3]]
+                             + [f"{tool_name} {problem}" for tool_name, problem in outcome.problems.items()])
+            body.update(status="errors", points_off=points,
+                        message=f"compute-sanitizer found errors, so {points:g} points were taken off: "
+                                f"{what or 'see its report'}. `cudalab check` shows each at its line.")
+        return body
 
     # -- performance ------------------------------------------------------------------------
     def paced(self, binary: Path, who: str, samples: int | None, keep: int,
@@ -321,7 +344,12 @@ def grade_built(result: dict, config: Config, spec: LabSpec, binary: Path, tmp: 
                 perf = session.measure_performance()
             result["provenance"]["phases_s"]["kept_sample_checks"] = round(session.kept_check_s, 2)
         ratio = perf.get("ratio") if perf.get("status") == "scored" else None
-        points = compute_score(spec.scoring, passed, ratio)
+        penalty = 0.0
+        if spec.handin.sanitizer_points > 0:
+            with _phase(result, "sanitizer"):
+                result["sanitizer"] = session.run_sanitizer(tmp / "submission" / "src")
+            penalty = result["sanitizer"].get("points_off", 0.0)
+        points = compute_score(spec.scoring, passed, ratio, penalty)
         perf.update(points=points.performance, max_points=points.performance_max,
                     timing_case=spec.scoring.timing_case)
         result["performance"] = perf

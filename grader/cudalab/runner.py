@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import labs
+from . import forbidden, labs
 from .config import Config
 from .errors import GraderError
 from .exit_codes import Harness
@@ -70,6 +70,11 @@ def shared_library_roots(config: Config, binaries: Sequence[Path]) -> tuple[Path
     """Where the shared libraries of trusted (official) binaries live, when outside /usr:
     the sandbox must show them (a libstdc++ under /opt/gcc, say). Never run on a student's
     binary: ldd may execute the program it inspects."""
+    return toolchain_roots(linked_libraries(binaries), protect=[config.root, config.work_dir, config.build_dir])
+
+
+def linked_libraries(binaries: Sequence[Path]) -> list[str]:
+    """The shared libraries trusted (official) binaries load, as ldd finds them."""
     found = []
     for binary in binaries:
         try:
@@ -77,7 +82,7 @@ def shared_library_roots(config: Config, binaries: Sequence[Path]) -> tuple[Path
         except (OSError, subprocess.TimeoutExpired):
             continue
         found += _LDD_LINE.findall(done.stdout)
-    return toolchain_roots(found, protect=[config.root, config.work_dir, config.build_dir])
+    return found
 
 
 def kept_bench_samples(run_json: dict | None) -> list[tuple[str, int]]:
@@ -99,15 +104,28 @@ class Runner:
         self.sandbox = sandbox or Sandbox.detect(config)
         self._manifest: Manifest | None = None
         self._toolchain: tuple[Path, ...] | None = None
+        self._hidden: tuple[Path, ...] | None = None
+
+    def _official_binaries(self) -> list[Path]:
+        official = [labs.official_binary(self.config, self.spec.name, i) for i in ("solution", "checker")]
+        return [b for b in official if b.is_file()]
 
     @property
     def toolchain(self) -> tuple[Path, ...]:
         """Folders outside /usr the lab's programs need (their shared libraries), found
         once from the official binaries."""
         if self._toolchain is None:
-            official = [labs.official_binary(self.config, self.spec.name, i) for i in ("solution", "checker")]
-            self._toolchain = shared_library_roots(self.config, [b for b in official if b.is_file()])
+            self._toolchain = shared_library_roots(self.config, self._official_binaries())
         return self._toolchain
+
+    @property
+    def hidden(self) -> tuple[Path, ...]:
+        """The shared libraries the lab forbids, shown empty to its runs (except any that
+        the official binaries load themselves)."""
+        if self._hidden is None:
+            needed = {Path(p).resolve() for p in linked_libraries(self._official_binaries())}
+            self._hidden = tuple(p for p in forbidden.shared_library_files(self.spec) if p not in needed)
+        return self._hidden
 
     @property
     def manifest(self) -> Manifest:
@@ -144,7 +162,7 @@ class Runner:
                                   workdir=Bind(folder, RUN, writable=True),
                                   binds=[Bind(binary, inside)], limits=run_limits(self.config, timeout_s),
                                   gpu=gpu, env=env, pass_fds=pass_fds, during=during,
-                                  toolchain=tuple(self.toolchain) + tuple(wrapper_toolchain))
+                                  toolchain=tuple(self.toolchain) + tuple(wrapper_toolchain), hide=self.hidden)
         return result, folder
 
     def check(self, dump: Path, seed: int, *, cases: Sequence[str] = (), bench_case: str | None = None,

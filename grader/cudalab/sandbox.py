@@ -1004,7 +1004,7 @@ class Sandbox:
     def run(self, argv: Sequence[str], *, workdir: Bind, binds: Sequence[Bind] = (),
             limits: Limits, gpu: bool = False, env: dict[str, str] | None = None,
             pass_fds: Sequence[int] = (), during: Callable[[], bool] | None = None,
-            toolchain: Sequence[Path] = ()) -> ProcessResult:
+            toolchain: Sequence[Path] = (), hide: Sequence[Path] = ()) -> ProcessResult:
         """Run argv (in inside coordinates) with `workdir` as its writable cwd and HOME and
         `binds` as the only other folders it sees. Never raises for the program's own
         failures; raises GraderError when the sandbox itself cannot be set up.
@@ -1013,7 +1013,9 @@ class Sandbox:
         once it has them); `during()` runs while the program does, and returning False stops
         the program at once (paced timing talks to the program this way). `toolchain`
         folders (from toolchain_roots) are shown read-only at their own paths, their bin/
-        folders first on PATH.
+        folders first on PATH. `hide` files (absolute paths in the system view, such as a
+        library the lab forbids) give nothing to read or load inside: /dev/null is bound
+        over each, on a mount without devices; without bubblewrap nothing is hidden.
 
         The workdir's files are the program's: read them afterwards without following links
         (or inside another sandbox), since it may have replaced any of them."""
@@ -1031,7 +1033,8 @@ class Sandbox:
                 raise GraderError(f"Cannot bind {bind.host} into the sandbox at {bind.inside}: "
                                   "it does not exist.")
         isolation = self.isolation_for(limits)
-        talk = {"pass_fds": tuple(pass_fds), "during": during, "toolchain": tuple(toolchain)}
+        talk = {"pass_fds": tuple(pass_fds), "during": during, "toolchain": tuple(toolchain),
+                "hide": tuple(Path(p) for p in hide)}
         if self._bubblewrap is None:
             return self._run_unsandboxed(argv, workdir, every_bind, limits, env, isolation, talk)
         return self._run_in_bubblewrap(argv, workdir, every_bind, limits, gpu, env, isolation, talk)
@@ -1065,6 +1068,9 @@ class Sandbox:
             command += ["--ro-bind", str(root), str(root)]
         if gpu:
             command += _gpu_view()
+        for path in talk["hide"]:
+            if path.is_absolute() and not path.is_symlink() and path.is_file():
+                command += ["--ro-bind", "/dev/null", str(path)]
         # Shallow mount points first, so a bind inside another one lands on top of it.
         for bind in sorted(every_bind, key=lambda b: b.inside.count("/")):
             command += ["--bind" if bind.writable else "--ro-bind", str(bind.host), bind.inside]

@@ -26,10 +26,11 @@ class Score:
     correctness_max: float
     performance: float
     performance_max: float
+    sanitizer_penalty: float = 0.0  # points taken off for compute-sanitizer errors (lab.toml)
 
     @property
     def total(self) -> float:
-        return self.correctness + self.performance
+        return max(0.0, self.correctness + self.performance - self.sanitizer_penalty)
 
     @property
     def total_max(self) -> float:
@@ -40,19 +41,21 @@ class Score:
                 "correctness_max": self.correctness_max,
                 "performance": round(self.performance, 4),
                 "performance_max": self.performance_max,
+                "sanitizer_penalty": round(self.sanitizer_penalty, 4),
                 "total": round(self.total, 4), "total_max": self.total_max}
 
 
-def score(scoring: Scoring, passed: list[bool], ratio: float | None) -> Score:
+def score(scoring: Scoring, passed: list[bool], ratio: float | None, sanitizer_penalty: float = 0.0) -> Score:
     """`passed`: one flag per correctness case. `ratio`: student/reference time, or None when
     performance was not measured or the timed output was wrong. Performance points only
-    when every case passed."""
+    when every case passed. `sanitizer_penalty` comes off the total (never below 0)."""
     correctness = case_points(scoring, len(passed)) * sum(passed)
     performance = 0.0
     if passed and all(passed) and ratio is not None:
         performance = scoring.performance_points * performance_fraction(
             ratio, scoring.full_marks_ratio, scoring.zero_marks_ratio)
-    return Score(correctness, scoring.correctness_points, performance, scoring.performance_points)
+    return Score(correctness, scoring.correctness_points, performance, scoring.performance_points,
+                 sanitizer_penalty)
 
 
 def zero(scoring: Scoring) -> Score:

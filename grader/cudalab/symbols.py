@@ -255,7 +255,7 @@ def _libc_script_members() -> list[Path]:
             if Path(p).is_file()]
 
 
-def _cuda_library_dirs() -> list[Path]:
+def cuda_library_dirs() -> list[Path]:
     """The library folders of the CUDA toolkit: the one nvcc on PATH belongs to, else
     CUDA_PATH, else /usr/local/cuda."""
     roots = []
@@ -289,7 +289,7 @@ def default_runtime_archives() -> list[tuple[Path, str]]:
     """The static pieces a link adds besides the official objects: libcudart_static.a of
     the CUDA toolkit nvcc uses, libc_nonshared.a, libgcc.a and the C start-up files.
     Missing ones are skipped."""
-    cudart = _first_file(d / "libcudart_static.a" for d in _cuda_library_dirs())
+    cudart = _first_file(d / "libcudart_static.a" for d in cuda_library_dirs())
     entries: list[tuple[Path | None, str]] = [(cudart, "the CUDA runtime")]
     entries += [(p, C_LIBRARY) for p in _libc_script_members() if p.suffix == ".a"]
     entries.append((_compiler_file("libgcc.a"), GCC_RUNTIME))
@@ -311,7 +311,7 @@ def default_shared_libraries() -> list[tuple[Path, str]]:
         (_compiler_file("libstdc++.so.6"), "the C++ library"),
     ]
     entries += [(p, C_LIBRARY) for p in _libc_script_members() if ".so" in p.name]
-    entries.append((_first_file(d / "stubs" / "libcuda.so" for d in _cuda_library_dirs()),
+    entries.append((_first_file(d / "stubs" / "libcuda.so" for d in cuda_library_dirs()),
                     "the CUDA driver"))
     return _deduplicated(entries)
 

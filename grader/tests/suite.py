@@ -7,7 +7,7 @@ run folder, a live process, a network connection that got through).
 
 test_submissions.py runs the same code under pytest (GPU tests).
 
-expect.toml: status (graded | compile_error), correctness (none | partial | full | any),
+expect.toml: status (graded | compile_error | forbidden), correctness (none | partial | full | any),
 performance (any | zero), optional run_status, message_contains (words the result's
 messages must hold), timing_flagged, and why (what the submission does, and why it
 deserves that verdict).

@@ -60,7 +60,7 @@ def test_the_fixtures_cover_the_hand_in_mistakes():
 @pytest.mark.parametrize("fixture", FIXTURES, ids=[f"{p.parent.name}/{p.name}" for p in FIXTURES])
 def test_fixture_expectations_are_well_formed(fixture):
     expect = tomllib.loads((fixture / "expect.toml").read_text())
-    assert set(expect) <= {"accepted", "why", "verdicts", "messages", "absent", "lines"}
+    assert set(expect) <= {"accepted", "why", "verdicts", "messages", "absent", "lines", "gpu"}
     assert isinstance(expect["accepted"], bool) and len(expect["why"]) > 30
     for table in ("verdicts", "messages", "absent", "lines"):
         assert set(expect.get(table, {})) <= set(check.CHECKS)
@@ -409,3 +409,51 @@ def test_check_exit_codes_and_usage(tmp_path, monkeypatch, capsys):
     empty.mkdir()
     assert cli.main(["check", str(empty), "--no-run"]) == Cli.USAGE
     assert "Say which with --lab" in capsys.readouterr().err
+
+
+# --- on a GPU: the smoke run and compute-sanitizer -----------------------------------------------
+
+GPU_FIXTURES = [p for p in FIXTURES if "gpu" in tomllib.loads((p / "expect.toml").read_text())]
+
+
+@pytest.mark.gpu
+@pytest.mark.needs_build
+@pytest.mark.parametrize("fixture", GPU_FIXTURES, ids=[f"{p.parent.name}/{p.name}" for p in GPU_FIXTURES])
+def test_sanitizer_findings_name_the_line_on_a_gpu(fixture, tmp_path):
+    """Each sanitizer fixture's receipt says what went wrong at the line of the student's
+    file. With CUDALAB_RECEIPTS_DIR set, the receipts are kept there."""
+    expect = tomllib.loads((fixture / "expect.toml").read_text())["gpu"]
+    hand_in = copy_hand_in(fixture, tmp_path / fixture.name)
+    receipt = check.check_hand_in(repo_config(tmp_path), hand_in, fixture.parent.name)
+    text = check.render_receipt(receipt)
+    if os.environ.get("CUDALAB_RECEIPTS_DIR"):
+        keep = Path(os.environ["CUDALAB_RECEIPTS_DIR"])
+        keep.mkdir(parents=True, exist_ok=True)
+        (keep / f"{fixture.parent.name}_{fixture.name}.txt").write_text(text)
+        (keep / f"{fixture.parent.name}_{fixture.name}.json").write_text(json.dumps(receipt, indent=2))
+    sanitizer_check = by_name(receipt)["sanitizer"]
+    assert sanitizer_check["verdict"] == expect["sanitizer"], text
+    said = messages(receipt, "sanitizer")
+    for words in expect["messages"]:
+        assert words in said, text
+    for line in expect["lines"]:
+        assert any(f.get("line") == line for f in sanitizer_check["findings"]), text
+    assert receipt["accepted"], "sanitizer findings are reported, they do not reject a hand-in"
+
+
+@pytest.mark.gpu
+@pytest.mark.needs_build
+@pytest.mark.parametrize("lab", ["vector_add", "reduction", "scan"])
+def test_the_solution_passes_every_check_on_a_gpu(lab, tmp_path):
+    """The course solution, handed in alone: the smoke run passes and compute-sanitizer is
+    silent (the harness's own code included)."""
+    config = repo_config(tmp_path)
+    spec = labs.load_lab(config, lab)
+    hand_in = tmp_path / "hand-in"
+    hand_in.mkdir()
+    for name in spec.files:
+        shutil.copy(REPO_ROOT / "solutions" / lab / name, hand_in / name)
+    receipt = check.check_hand_in(config, hand_in, lab)
+    text = check.render_receipt(receipt)
+    assert receipt["accepted"], text
+    assert [c["verdict"] for c in receipt["checks"]] == ["passed"] * len(check.CHECKS), text

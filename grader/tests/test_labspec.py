@@ -103,3 +103,37 @@ def test_emit_header_cli_writes_only_on_change(tmp_path):
     assert labspec.main(["emit-header", str(toml), str(out)]) == 0
     assert out.stat().st_mtime_ns == stamp
     assert labspec.main(["emit-header", str(toml)]) == 2
+
+
+HANDIN = """
+[handin]
+readme = true
+smoke_cases = ["c_1", "c_7"]
+sanitizer_points = 5
+
+[[handin.forbidden]]
+library = "cub"
+why = "it does the lab's work"
+"""
+
+
+def test_handin_rules_load_with_their_defaults(tmp_path):
+    default = load_text(tmp_path, TOY_LAB_TOML).handin
+    assert (default.accepts_readme, default.forbidden, default.sanitizer_points) == (False, (), 0.0)
+    assert default.smoke_cases == ("c_1", "c_7", "c_300") and default.sanitizer_cases == ("c_1", "c_7")
+    rules = load_text(tmp_path, TOY_LAB_TOML + HANDIN).handin
+    assert rules.accepts_readme and rules.smoke_cases == ("c_1", "c_7") and rules.sanitizer_points == 5
+    assert [(f.library, f.why) for f in rules.forbidden] == [("cub", "it does the lab's work")]
+
+
+@pytest.mark.parametrize("old,new,expected", [
+    ('library = "cub"', 'library = "cuda_magic"', "unknown library 'cuda_magic' (known: cub, cublas, cudnn"),
+    ('smoke_cases = ["c_1", "c_7"]', 'smoke_cases = ["c_1", "c_8"]', "'smoke_cases' names c_8, which is not a case"),
+    ("readme = true", 'readme = "yes"', "'readme' must be true or false"),
+    ("sanitizer_points = 5", "sanitizer_points = 500", "'sanitizer_points' is more than the lab's total points"),
+    ("readme = true", "readme = true\nsmoke = 1", "unknown key smoke"),
+])
+def test_handin_validation_errors_are_sentences(tmp_path, old, new, expected):
+    with pytest.raises(labspec.LabSpecError, match=None) as err:
+        load_text(tmp_path, TOY_LAB_TOML + HANDIN.replace(old, new, 1))
+    assert expected in str(err.value)

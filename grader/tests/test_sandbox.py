@@ -166,6 +166,17 @@ def test_files_that_are_not_bound_are_invisible(workdir, inputs, limits, space):
 
 
 @needs_bwrap
+def test_hidden_files_give_nothing_to_read(workdir, limits):
+    """Proves: a file given to `hide` (a library the lab forbids) yields no byte inside, under
+    its own name, while the files beside it are intact."""
+    target = Path("/usr/bin/env").resolve()
+    script = 'head -c 4 "$1" 2>/dev/null | wc -c; head -c 4 /usr/bin/true | wc -c'
+    result = SANDBOX.run(sh(script, str(target)), workdir=workdir, limits=limits, hide=[target])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.split() == ["0", "4"]
+
+
+@needs_bwrap
 def test_runs_unprivileged_and_without_capabilities(workdir, limits):
     """Proves: as root, the program runs as sandbox_uid (and its files are owned by it on the
     host); in every case with no effective capabilities and no way to gain any."""

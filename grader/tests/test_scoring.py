@@ -43,3 +43,11 @@ def test_performance_in_the_middle_band():
 
 def test_no_ratio_no_performance():
     assert score(SCORING, [True], None).performance == 0
+
+
+def test_sanitizer_points_come_off_the_total_never_below_zero():
+    full = score(SCORING, [True] * 4, 1.0, sanitizer_penalty=10)
+    assert (full.correctness, full.performance, full.total) == (70, 30, 90)
+    assert full.to_json()["sanitizer_penalty"] == 10
+    none_passed = score(SCORING, [False] * 4, None, sanitizer_penalty=10)
+    assert none_passed.total == 0

@@ -27,7 +27,7 @@ def test_expectations_are_well_formed(entry):
     expect = entry.expect
     spec_file = {"vector_add": "vector_add.cu", "reduction": "reduction.cu"}[entry.lab]
     assert (entry.folder / spec_file).is_file()
-    assert expect["status"] in ("graded", "compile_error")
+    assert expect["status"] in ("graded", "compile_error", "forbidden")
     assert len(expect["why"]) > 40, "say what the submission demonstrates"
     assert set(expect) <= {"status", "correctness", "performance", "run_status", "message_contains",
                            "timing_flagged", "why"}
@@ -63,8 +63,9 @@ def test_each_entry_builds_as_expected(tmp_path):
         outcomes = dict(zip([e.label for e in ENTRIES], pool.map(attempt, ENTRIES)))
     for entry in ENTRIES:
         outcome = outcomes[entry.label]
-        if entry.expect["status"] == "compile_error":
-            assert outcome is not None and outcome.exit_code == 22, f"{entry.label} should not build"
+        if entry.expect["status"] in ("compile_error", "forbidden"):
+            code = 22 if entry.expect["status"] == "compile_error" else 26
+            assert outcome is not None and outcome.exit_code == code, f"{entry.label} should not build"
             said = str(outcome) + "\n" + "\n".join(outcome.feedback)
             for words in entry.expect.get("message_contains", []):
                 assert words in said, f"{entry.label}: {said}"
