@@ -13,7 +13,7 @@ import difflib
 import sys
 from pathlib import Path
 
-from . import console, labs, report
+from . import console, forbidden, labs, report
 from .config import Config
 from .labspec import LabSpec
 
@@ -32,6 +32,7 @@ def tolerance_rule(output) -> str:
 def render_handout(spec: LabSpec) -> str:
     return report.environment().get_template("handout.md.j2").render(
         lab=spec, tolerance_rule=tolerance_rule,
+        library_titles={key: library.title for key, library in forbidden.LIBRARIES.items()},
         bytes_per_case={c.name: spec.bytes_moved(c) for c in spec.bench_cases})
 
 
