@@ -3,7 +3,7 @@ through the sandbox, each held to its expect.toml, and the machine checked after
 what no submission may leave behind (a changed official binary, a file written outside its
 run folder, a live process, a network connection that got through).
 
-    python3 grader/tests/suite.py [--lab LAB]... [--json FILE]     # prints the table last
+    python3 grader/tests/suite.py [--lab LAB]... [--name ENTRY]... [--json FILE]   # prints the table last
 
 test_submissions.py runs the same code under pytest (GPU tests).
 
@@ -60,12 +60,16 @@ class Entry:
         return f"correctness {e['correctness']}, performance {e['performance']}"
 
 
-def entries(labs: list[str] | None = None) -> list[Entry]:
+def entries(labs: list[str] | None = None, names: list[str] | None = None) -> list[Entry]:
+    """The suite's entries, of `labs` and with `names` only when given (each lab's `correct`
+    entry always comes along: it is the control graded first and last)."""
     found = []
     for lab_dir in sorted(SUITE.iterdir()):
         if labs and lab_dir.name not in labs:
             continue
         for folder in sorted(p for p in lab_dir.iterdir() if (p / "expect.toml").is_file()):
+            if names and folder.name not in names and folder.name != "correct":
+                continue
             expect = tomllib.loads((folder / "expect.toml").read_text(encoding="utf-8"))
             found.append(Entry(lab_dir.name, folder.name, folder, expect))
     return found
@@ -204,14 +208,15 @@ class SuiteRun:
         return "\n".join(lines)
 
 
-def run_suite(config: Config, labs: list[str] | None = None, on_row=None) -> SuiteRun:
+def run_suite(config: Config, labs: list[str] | None = None, on_row=None,
+              names: list[str] | None = None) -> SuiteRun:
     """Grade every entry (builds side by side, GPU runs one at a time), the lab's `correct`
     entry first and again last: a good submission grades the same after the hostile ones."""
     run = SuiteRun()
     listener = Listener()
     try:
         by_lab: dict[str, list[Entry]] = {}
-        for entry in entries(labs):
+        for entry in entries(labs, names):
             by_lab.setdefault(entry.lab, []).append(entry)
         for lab, lab_entries in by_lab.items():
             control = next((e for e in lab_entries if e.name == "correct"), None)
@@ -250,10 +255,12 @@ def table_header() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lab", action="append", help="only this lab's entries (repeatable)")
+    parser.add_argument("--name", action="append", help="only this entry (repeatable; the lab's control "
+                        "`correct` always runs too)")
     parser.add_argument("--json", type=Path, help="write every row as JSON here")
     args = parser.parse_args()
     config = Config.load()
-    run = run_suite(config, args.lab, on_row=lambda r: print(f"  {r['case']}: {r['actual']} "
+    run = run_suite(config, args.lab, names=args.name, on_row=lambda r: print(f"  {r['case']}: {r['actual']} "
                                                              f"({'ok' if not r['problems'] else r['problems']})",
                                                              file=sys.stderr, flush=True))
     if args.json:
