@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import difflib
 import gzip
-import hashlib
 import io
 import os
 import stat
@@ -26,6 +25,7 @@ from pathlib import Path, PurePosixPath
 
 from .config import Config
 from .labspec import LabSpec
+from .sdk import sha256_file
 
 README = "README.md"
 MANIFEST = "cudalab-manifest.json"  # what `cudalab pack` adds: read, checked, never built
@@ -104,14 +104,6 @@ def accepted_names(spec: LabSpec) -> tuple[str, ...]:
 
 def _limit_for(spec: LabSpec, config: Config, name: str) -> int:
     return spec.max_file_bytes if name in spec.files else config.handin_max_file_bytes
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 # --- names, as data -------------------------------------------------------------------------

@@ -33,8 +33,14 @@ def repo_config(tmp_path: Path, **overrides) -> Config:
 
 
 def copy_hand_in(fixture: Path, dest: Path) -> Path:
-    """The fixture's hand-in without its expect.toml."""
-    shutil.copytree(fixture, dest, ignore=shutil.ignore_patterns("expect.toml"))
+    """The fixture's hand-in without its expect.toml; `files_from` names a hostile-suite
+    entry whose files it shares."""
+    expect_file = fixture / "expect.toml"
+    source = fixture
+    if expect_file.is_file():
+        shared = tomllib.loads(expect_file.read_text()).get("files_from")
+        source = HANDINS.parent / shared if shared else fixture
+    shutil.copytree(source, dest, ignore=shutil.ignore_patterns("expect.toml"))
     return dest
 
 
@@ -60,7 +66,7 @@ def test_the_fixtures_cover_the_hand_in_mistakes():
 @pytest.mark.parametrize("fixture", FIXTURES, ids=[f"{p.parent.name}/{p.name}" for p in FIXTURES])
 def test_fixture_expectations_are_well_formed(fixture):
     expect = tomllib.loads((fixture / "expect.toml").read_text())
-    assert set(expect) <= {"accepted", "why", "verdicts", "messages", "absent", "lines", "gpu"}
+    assert set(expect) <= {"accepted", "why", "verdicts", "messages", "absent", "lines", "gpu", "files_from"}
     assert isinstance(expect["accepted"], bool) and len(expect["why"]) > 30
     for table in ("verdicts", "messages", "absent", "lines"):
         assert set(expect.get(table, {})) <= set(check.CHECKS)
