@@ -42,8 +42,12 @@ stamp=".venv/.cudalab-installed"
 if [ ! -x .venv/bin/python ] || [ ! -f "$stamp" ] || [ grader/pyproject.toml -nt "$stamp" ]; then
   say "creating .venv with the grader"
   "$python" -m venv .venv
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e "grader[test]"
+  # pip's and setuptools' chatter (an editable install always warns) goes to a log that
+  # is shown only when the install fails.
+  if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e "grader[test]"; } \
+      >.venv/pip.log 2>&1; then
+    cat .venv/pip.log >&2; say "installing the grader into .venv failed (the log is above)"; exit 1
+  fi
   touch "$stamp"
 fi
 say "ready: .venv/bin/cudalab --help"

@@ -95,6 +95,9 @@ def main() -> int:
             rows.append({"variant": label, "status": f"run failed ({proc.returncode})",
                          "message": proc.stderr[-300:]})
             continue
+        if bench.get("status") == "skipped":  # too large for this GPU's free memory: no timings
+            rows.append({"variant": label, "status": "skipped", "message": bench.get("reason")})
+            continue
         rows.append({"variant": label, "status": bench["status"], "case": bench["name"],
                      "median_ms": bench["median_ms"], "spread": bench["spread"], "gbps": bench["gbps"],
                      "fraction_of_library": bench.get("fraction_of_library")})
@@ -112,7 +115,10 @@ def main() -> int:
               f"{r['gbps']:8.1f} {r['fraction_of_library'] or 0:7.3f}  {r['status']}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
-    return 0
+    timed = sum("median_ms" in r for r in rows)
+    if timed < len(rows):
+        print(f"sweep: {len(rows) - timed} of {len(rows)} variants did not build or run (see above)", file=sys.stderr)
+    return 0 if rows and timed == len(rows) else 1
 
 
 if __name__ == "__main__":

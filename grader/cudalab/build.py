@@ -43,7 +43,13 @@ class StagedSubmission:
     folder: Path
     copy_dir: Path
     copied: list[str]
-    ignored: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # folders end in '/'
+
+    @property
+    def ignored_files(self) -> list[str]:
+        """The ignored files beside the lab's own: worth a warning (a file meant to be part
+        of the work). Folders (build/, ladder/, ...) are listed in `ignored` only."""
+        return [name for name in self.ignored if not name.endswith("/")]
 
 
 @dataclass
@@ -167,6 +173,9 @@ def _has_build_preset(config: Config) -> bool:
 
 def build_official(config: Config) -> None:
     """Configure (when needed) and build the official tree with the config's preset."""
+    if not official_tree_is_writable(config):
+        raise GraderError(f"The official build {config.build_dir} is not yours to write (a shared course "
+                          "install): it is used as it is. Ask whoever installed the course to rebuild it.")
     default_dir = (config.root / "build" / config.preset).resolve()
     if not (config.build_dir / "CMakeCache.txt").is_file():
         console.info(f"Configuring the official build in {config.build_dir} (preset {config.preset})")
@@ -187,15 +196,35 @@ def build_official(config: Config) -> None:
                           f"({result.describe()}):\n{_tail(result)}")
 
 
+def official_tree_is_writable(config: Config) -> bool:
+    """Whether this user may build the official tree. On a shared course install it belongs
+    to the instructor, and students use it as it is."""
+    probe = config.build_dir
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return os.access(probe, os.W_OK | os.X_OK)
+
+
 def ensure_official(config: Config, spec: LabSpec,
                     implementations: tuple[str, ...] = ("solution", "checker"),
                     rebuild: bool = True) -> None:
     """Make sure the lab's official binaries exist (by default its reference solution and
-    checker). A configured tree is brought up to date (a no-op build when nothing changed);
-    a prebuilt tree without a CMake cache is used as it is."""
+    checker), building them the first time. A configured tree is brought up to date (a
+    no-op build when nothing changed); a prebuilt tree without a CMake cache, or one this
+    user cannot write (a shared course install), is used as it is."""
     needed = [labs.official_binary(config, spec.name, impl) for impl in implementations]
     configured = (config.build_dir / "CMakeCache.txt").is_file()
-    if (configured and rebuild) or not all(p.is_file() for p in needed):
+    present = all(p.is_file() for p in needed)
+    if not official_tree_is_writable(config):
+        if not present:
+            raise GraderError(f"The official build in {config.build_dir} has no {spec.name} binaries, and "
+                              "it is not yours to build (a shared course install): ask whoever installed "
+                              "the course to run `cudalab build` there. This is not a problem with your code.")
+        return
+    if (configured and rebuild) or not present:
+        if not present:
+            console.info(f"Building the official {spec.name} harness and checker first (once; it takes a "
+                         "few minutes the first time)")
         build_official(config)
     missing = [str(p) for p in needed if not p.is_file()]
     if missing:
@@ -415,7 +444,7 @@ def build_submission(config: Config, spec: LabSpec, folder: Path, work: Path) ->
     """Stage `folder` into work/src and build it, in the sandbox, in work/build against the
     lab's SDK; the first failing step raises."""
     builder = SubmissionBuilder(config, spec, folder, work)
-    for name in builder.staged.ignored:
+    for name in builder.staged.ignored_files:
         console.warn(f"ignored {name}: the {spec.name} lab only takes {', '.join(spec.files)}")
     builder.compile()
     builder.check_symbols()
@@ -424,10 +453,39 @@ def build_submission(config: Config, spec: LabSpec, folder: Path, work: Path) ->
     return SubmissionBuild(binary, builder.staged, builder.log)
 
 
+def build_submission_reusing(config: Config, spec: LabSpec, folder: Path, work: Path) -> tuple[SubmissionBuild, bool]:
+    """`build_submission` for a student's own runs: the build in `work` is reused when the
+    staged files and the official SDK it was built against are the same as before, so an
+    unchanged file costs no compile and an edited one recompiles only itself. Returns the
+    build and whether it was reused. (Grades and hand-in checks always build afresh.)"""
+    staged = stage_submission(spec, folder, work / "src")
+    sdk = _sdk(config, spec)
+    digest = hashlib.sha256()
+    for path in [sdk / "build.json", sdk / "symbols.json", config.build_dir / sdk_module.MANIFEST_NAME,
+                 *(staged.copy_dir / name for name in staged.copied)]:
+        digest.update(path.name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
+    key = digest.hexdigest()
+    stamp = work / "build-key"
+    binary = work / "build" / _commands(sdk)["binary"]
+    if stamp.is_file() and stamp.read_text() == key and binary.is_file() and not binary.is_symlink():
+        return SubmissionBuild(binary, staged, ""), True
+    stamp.unlink(missing_ok=True)
+    built = build_submission(config, spec, folder, work)
+    stamp.write_text(key)
+    return built, False
+
+
+def submission_key(folder: Path) -> str:
+    """A submission's key in the work folder: its plain name and a hash of its full path, so
+    that c1/alice, c2/alice and nested/alice never share results or builds."""
+    resolved = str(Path(folder).resolve())
+    return f"{safe_name(folder)}-{hashlib.sha256(resolved.encode('utf-8', 'surrogateescape')).hexdigest()[:8]}"
+
+
 def submission_work_dir(config: Config, lab: str, folder: Path) -> Path:
     """Where `cudalab build` and `cudalab run` build a submission folder (the sandbox user
     must reach it)."""
-    return scratch_root(config) / "builds" / lab / safe_name(folder)
+    return scratch_root(config) / "builds" / lab / submission_key(folder)
 
 
 # --- the verb ---------------------------------------------------------------------------

@@ -386,7 +386,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="write the receipt's JSON here and its text beside it (FILE with .txt)")
     parser.add_argument("--no-run", action="store_true",
                         help="skip the smoke run and compute-sanitizer (build checks only)")
-    parser.add_argument("--seed", type=int, help="input seed of the smoke run (default: random)")
+    parser.add_argument("--seed", type=labs.seed_argument, help="input seed of the smoke run (default: random)")
 
 
 def main(args: argparse.Namespace, config: Config) -> int:

@@ -15,7 +15,7 @@ from .config import Config
 from .errors import CompileError, CudalabError
 from .exit_codes import Cli
 
-VERBS = ("build", "run", "check", "pack", "grade", "starter", "ladder", "handout")
+VERBS = ("new", "build", "run", "check", "pack", "grade", "starter", "ladder", "handout")
 
 
 def _verb_module(name: str):

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import os
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,8 +32,10 @@ class Config:
     preset: str = _setting(None, "The CMake preset of the official build: 'gpu' when `nvidia-smi -L` "
                            "finds a device, else 'ci'.")
     build_dir: Path = _setting(None, "The official build tree (default <root>/build/<preset>).")
-    work_dir: Path = _setting(None, "Where grading writes its results and temporary files "
-                              "(default <root>/.grade).")
+    work_dir: Path = _setting(None, "Where cudalab writes its results, builds and temporary files: "
+                              "per user, so that one installed repository can serve many "
+                              "(default $XDG_CACHE_HOME/cudalab/<repository>, else "
+                              "~/.cache/cudalab/<repository>).")
     process_timeout_s: float = _setting(120.0, "Wall-clock limit for one run of a lab binary or "
                                         "checker; past it the whole process group is killed.")
     build_timeout_s: float = _setting(600.0, "Wall-clock limit for one CMake configure or build.")
@@ -111,7 +115,7 @@ class Config:
         values["root"] = root.resolve()
         values["preset"] = preset
         values["build_dir"] = Path(values.get("build_dir") or root / "build" / preset).resolve()
-        values["work_dir"] = Path(values.get("work_dir") or root / ".grade").resolve()
+        values["work_dir"] = Path(values.get("work_dir") or default_work_dir(root.resolve(), env)).resolve()
         return cls(**values)
 
     @property
@@ -138,6 +142,16 @@ def _parse(f: dataclasses.Field, text: str):
         raise UsageError(f"CUDALAB_{f.name.upper()}={text!r} is not a valid {kind}: "
                          f"{f.metadata['description']}") from None
     return Path(text) if kind == "Path" else text
+
+
+def default_work_dir(root: Path, env) -> Path:
+    """Per user and per repository: $XDG_CACHE_HOME (else ~/.cache) /cudalab/<name>-<hash of
+    the repository's path>, so that two checkouts never share results."""
+    cache = env.get("XDG_CACHE_HOME") or (str(Path(env["HOME"]) / ".cache") if env.get("HOME") else "")
+    if not cache:
+        cache = str(Path(tempfile.gettempdir()) / f"cudalab-{os.getuid()}")
+    key = hashlib.sha256(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:10]
+    return Path(cache) / "cudalab" / f"{root.name}-{key}"
 
 
 def is_repo_root(folder: Path) -> bool:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from . import __version__, build, console, gpu, labs, report, sanitizer
 from .config import Config
-from .errors import (CompileError, CudalabError, GraderError, NoDeviceError, NotIsolatedError,
+from .errors import (CompileError, CudalabError, GraderError, NoDeviceError, NotIsolatedError, UsageError,
                      SubmissionError)
 from .exit_codes import Cli, Harness
 from .labspec import LabSpec
@@ -413,7 +413,7 @@ def begin(config: Config, lab: str, folder: Path, seed: int | None = None,
             raise
         result["build"].update(status="built", copied=built.staged.copied, ignored=built.staged.ignored)
         result["warnings"] += [f"{name} was ignored: the {spec.name} lab only takes "
-                               f"{', '.join(spec.files)}." for name in built.staged.ignored]
+                               f"{', '.join(spec.files)}." for name in built.staged.ignored_files]
         pending.binary = built.binary
     except Exception as err:  # recorded now, reported by finish()
         pending.error = err
@@ -478,17 +478,19 @@ def grade_many(config: Config, lab: str, folders: list[Path], *, jobs: int | Non
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("lab", help="the lab to grade against")
     parser.add_argument("folder", type=Path, help="the submission folder")
-    parser.add_argument("--seed", type=int, help="grading seed (default: chosen at random now)")
-    parser.add_argument("--out", type=Path, help="where result.json and feedback.md go "
-                        "(default <work dir>/<lab>/<submission name>/)")
+    parser.add_argument("--seed", type=labs.seed_argument, help="grading seed (default: chosen at random now)")
+    parser.add_argument("--out", type=Path, help="the folder result.json and feedback.md go to "
+                        "(default <work dir>/results/<lab>/<submission name>-<hash of its path>/)")
     parser.add_argument("--allow-unisolated", action="store_true",
                         help="grade even where the student's code cannot be sandboxed; the result "
                         "then says it is not an official grade")
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
+    out = args.out or config.work_dir / "results" / Path(args.lab).name / build.submission_key(Path(args.folder))
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file; give a folder for result.json and feedback.md.")
     result = grade(config, args.lab, args.folder, seed=args.seed, allow_unisolated=args.allow_unisolated)
-    out = args.out or config.work_dir / Path(args.lab).name / build.safe_name(Path(args.folder))
     paths = report.write_outputs(out, result)
     if args.json:
         print(json.dumps(result, indent=2))

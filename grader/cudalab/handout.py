@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import sys
 from pathlib import Path
 
@@ -49,11 +50,16 @@ def main(args: argparse.Namespace, config: Config) -> int:
     path = handout_path(config, spec)
     wanted = render_handout(spec)
     have = path.read_text(encoding="utf-8") if path.is_file() else ""
-    if have == wanted:
+    stale = have != wanted
+    if args.json:
+        print(json.dumps({"schema": "cudalab.handout/1", "lab": spec.name, "path": str(path),
+                          "checked_only": bool(args.check), "out_of_date" if args.check else "written": stale},
+                         indent=2))
+    if not stale:
         console.info(f"{spec.name}: the handout is up to date")
         return 0
     if args.check:
-        sys.stdout.writelines(difflib.unified_diff(have.splitlines(keepends=True), wanted.splitlines(keepends=True),
+        (sys.stderr if args.json else sys.stdout).writelines(difflib.unified_diff(have.splitlines(keepends=True), wanted.splitlines(keepends=True),
                                                    fromfile=str(path), tofile=f"rendered from {spec.path}"))
         console.error(f"out of date: {path}; run `cudalab handout {spec.name}`")
         return 1

@@ -44,3 +44,33 @@ def add_generated_file_arguments(parser, what: str) -> None:
     parser.add_argument("lab", help=f"the lab whose {what} to generate")
     parser.add_argument("--check", action="store_true",
                         help=f"do not write: exit 1 and print a diff when the {what} is out of date")
+
+
+MAX_SEED = 2 ** 63 - 1
+
+
+def seed_argument(text: str) -> int:
+    """argparse type of --seed: a whole number from 0 to 2^63-1, told as such when it is not."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; a seed is a number from 0 "
+                                         f"to {MAX_SEED}") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"{value} is out of range; a seed is a number from 0 to {MAX_SEED}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type of a count (samples, warm-ups): a whole number from 1 up."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is too small: give 1 or more")
+    return value

@@ -31,9 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("lab", help="the lab whose ladder to run (a folder under labs/)")
     parser.add_argument("--bench-case", action="append", default=[], metavar="NAME",
                         help="run only this bench case (repeatable; default: all)")
-    parser.add_argument("--samples", type=int, default=30, help="timed samples per case and rung")
-    parser.add_argument("--warmup", type=int, default=5, help="untimed runs before sampling")
-    parser.add_argument("--seed", type=int, help="input seed (default: chosen now)")
+    parser.add_argument("--samples", type=labs.positive_int, default=30, help="timed samples per case and rung")
+    parser.add_argument("--warmup", type=labs.positive_int, default=5, help="untimed runs before sampling")
+    parser.add_argument("--seed", type=labs.seed_argument, help="input seed (default: chosen now)")
 
 
 def _implementation(spec: LabSpec, source: str) -> str:
@@ -69,6 +69,9 @@ def _row(rung_name: str, implementation: str, bench: dict | None, verdict: dict 
     row = {"name": rung_name, "binary": implementation}
     if bench is None:
         row.update(status="error", verdict="not run", message=failure or "the rung produced no timing")
+        return row
+    if bench.get("status") == "skipped":  # the case does not fit in this GPU's free memory
+        row.update(status="skipped", verdict="skipped", message=bench.get("reason", ""))
         return row
     row.update(status=bench.get("status"), median_ms=bench.get("median_ms"), spread=bench.get("spread"),
                min_ms=bench.get("min_ms"), max_ms=bench.get("max_ms"), gbps=bench.get("gbps"),

@@ -1,7 +1,9 @@
 """`cudalab run`: build (if needed) and run one implementation of a lab, and show the
 checker's verdict on each case (and, with --bench, the timings).
 
-TARGET is `solution`, `starter`, a ladder stem (e.g. `grid_stride`) or a submission folder.
+FOLDER (default: the current folder) is always the student's, whatever it is called;
+`--target solution`, `--target starter` or `--target <ladder stem>` runs one of the course's
+own builds instead. The output says which source ran.
 The program runs in the sandbox where this machine has one (and says what is missing where
 it has not); its outputs are judged by the lab's trusted checker, exactly as in a grade.
 The exit status is 0 when every case passed, 1 when some failed, the lab binary's own code
@@ -19,28 +21,40 @@ from pathlib import Path
 
 from . import build, console, labs
 from .config import Config
-from .errors import UsageError
+from .errors import SubmissionError, UsageError
 from .exit_codes import Cli, Harness
 from .labspec import LabSpec
 from .runner import RUN, Runner, fresh_dir, kept_bench_samples, read_untrusted_json
 from .sandbox import ProcessResult, scratch_root
 
 
-def resolve_target(config: Config, spec: LabSpec, runner: Runner, target: str) -> Path:
-    """The binary for TARGET, building what it needs first. An implementation name wins over
-    a folder of the same name; write `./starter` to mean the folder."""
-    implementations = {"solution": "solution", "starter": "starter", **labs.ladder_stems(spec)}
-    if "/" not in target and target in implementations:
+def resolve_target(config: Config, spec: LabSpec, runner: Runner, folder: Path | None,
+                   target: str | None) -> tuple[Path, str]:
+    """The binary to run and, in words, which source it was built from. A folder is always
+    the student's (whatever it is called); the course's own builds are named with --target."""
+    if target is not None:
+        implementations = {"solution": "solution", "starter": "starter", **labs.ladder_stems(spec)}
+        if target not in implementations:
+            raise UsageError(f"--target {target} is not one of the {spec.name} lab's own builds: "
+                             f"{', '.join(sorted(implementations))}. To run your own code, give its folder.")
         implementation = implementations[target]
         build.ensure_official(config, spec, (implementation, "checker"))
-        return runner.official(implementation)
-    if "/" in target or Path(target).is_dir():
-        build.ensure_official(config, spec)
-        built = build.build_submission(config, spec, Path(target),
-                                       build.submission_work_dir(config, spec.name, Path(target)))
-        return built.binary
-    raise UsageError(f"'{target}' is not a target of the {spec.name} lab. Use a submission "
-                     f"folder or one of: {', '.join(sorted(implementations))}.")
+        source = ("the course solution" if implementation == "solution" else
+                  "the starter" if implementation == "starter" else f"the ladder rung '{target}'")
+        return runner.official(implementation), f"{source} (built into the official tree)"
+    folder = Path(".") if folder is None else folder
+    if not folder.is_dir():
+        hint = ""
+        if folder.name in ("solution", "starter", *labs.ladder_stems(spec)) and "/" not in str(folder):
+            hint = f" To run the course's own '{folder.name}', use --target {folder.name}."
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise SubmissionError(f"{folder} {what}. Give the folder that holds your "
+                              f"{', '.join(spec.files)}.{hint}")
+    build.ensure_official(config, spec)
+    built, reused = build.build_submission_reusing(config, spec, folder,
+                                                   build.submission_work_dir(config, spec.name, folder))
+    return built.binary, (f"your {', '.join(built.staged.copied)} from {built.staged.folder}"
+                          + (" (unchanged since its last build)" if reused else ""))
 
 
 def exit_status(result: ProcessResult, all_passed: bool) -> int:
@@ -85,12 +99,14 @@ def _show(run_json: dict | None, verdicts: dict[str, dict], result: ProcessResul
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("lab")
-    parser.add_argument("target", help="solution, starter, a ladder stem, or a submission folder "
-                        "(write ./NAME for a folder that has one of those names)")
+    parser.add_argument("folder", nargs="?", type=Path,
+                        help="the folder with your files (default: the current folder)")
+    parser.add_argument("--target", help="run one of the course's own builds instead of a folder: "
+                        "solution, starter or a ladder stem (e.g. grid_stride)")
     parser.add_argument("--bench", action="store_true", help="time the bench cases")
     parser.add_argument("--case", action="append", default=[], metavar="NAME",
                         help="run only this case (with --bench: this bench case); repeatable")
-    parser.add_argument("--seed", type=int, default=1, help="input seed (default 1)")
+    parser.add_argument("--seed", type=labs.seed_argument, default=1, help="input seed (default 1)")
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
@@ -101,13 +117,15 @@ def main(args: argparse.Namespace, config: Config) -> int:
         if not runner.sandbox.isolation.official:
             console.warn("Running without the sandbox a grade uses (" + "; ".join(runner.sandbox.isolation.missing)
                          + "). Your results are the same; only the isolation differs.")
-        binary = resolve_target(config, spec, runner, args.target)
+        if args.folder is not None and args.target is not None:
+            raise UsageError("Give a folder or --target, not both.")
+        binary, source = resolve_target(config, spec, runner, args.folder, args.target)
         argv: list = ["--seed", args.seed, "--dump", f"{RUN}/dump", "--json", f"{RUN}/run.json"]
         if args.bench:
             argv.append("--bench")
         for name in args.case:
             argv += ["--bench-case" if args.bench else "--case", name]
-        console.info(f"Running {binary.name}")
+        console.info(f"Running {source}")
         # The student's own CUDA settings (CUDA_LAUNCH_BLOCKING, ...) reach the program.
         env = {key: value for key, value in os.environ.items() if key.startswith("CUDA_")}
         result, folder = runner.run(binary, argv, env=env)
@@ -118,8 +136,9 @@ def main(args: argparse.Namespace, config: Config) -> int:
             verdicts = _verdicts(runner, folder, run_json, args.seed, args.bench)
         all_passed = bool(verdicts) and all(v.get("status") == "passed" for v in verdicts.values())
         if args.json:
-            print(json.dumps({"schema": "cudalab.run-result/1", "lab": spec.name, "target": args.target,
-                              "binary": str(binary), "status": result.status,
+            print(json.dumps({"schema": "cudalab.run-result/1", "lab": spec.name,
+                              "target": args.target, "folder": str(args.folder) if args.folder else None,
+                              "source": source, "binary": str(binary), "status": result.status,
                               "exit_code": exit_status(result, all_passed), "wall_s": round(result.wall_s, 4),
                               "description": result.describe(), "stderr_head": result.stderr_head(20),
                               "isolation": runner.sandbox.isolation.to_json(), "verdicts": verdicts,

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -19,9 +21,21 @@ def test_defaults_derive_from_root_and_preset(toy_root):
     config = Config.load(env={}, root=toy_root, preset="ci")
     assert config.build_dir == toy_root.resolve() / "build" / "ci"
     assert config.bin_dir == config.build_dir / "bin"
-    assert config.work_dir == toy_root.resolve() / ".grade"
+    assert config.work_dir.parent.name == "cudalab" and config.work_dir.name.startswith("repo-")
     assert config.process_timeout_s == 120.0 and config.build_timeout_s == 600.0
     assert config.file_size_limit_bytes == 4 * 1024 ** 3
+
+
+def test_work_folders_are_per_user_and_per_repository(toy_root, tmp_path):
+    alice = Config.load(env={"HOME": "/home/alice"}, root=toy_root, preset="ci")
+    bob = Config.load(env={"XDG_CACHE_HOME": str(tmp_path / "bob-cache")}, root=toy_root, preset="ci")
+    assert alice.work_dir.parent == Path("/home/alice/.cache/cudalab")
+    assert bob.work_dir.parent == tmp_path / "bob-cache" / "cudalab"
+    other = tmp_path / "another" / "repo"
+    shutil.copytree(toy_root, other)
+    assert Config.load(env={"HOME": "/home/alice"}, root=other, preset="ci").work_dir != alice.work_dir
+    explicit = Config.load(env={"HOME": "/home/alice", "CUDALAB_WORK_DIR": str(tmp_path / "w")}, root=toy_root)
+    assert explicit.work_dir == tmp_path / "w"
 
 
 def test_environment_overrides(toy_root, tmp_path):

@@ -205,13 +205,16 @@ def test_missing_file_is_a_submission_error(toy_config, tmp_path, fake_submissio
 
 
 def test_extra_files_are_ignored_with_a_warning(toy_config, toy_submission, fake_submission):
+    """An extra file is worth a warning (it may be meant as part of the work); a folder beside
+    the source (a build folder, the course's ladder/) is only recorded."""
     (toy_submission / "ladder").mkdir()
     (toy_submission / "notes.txt").write_text("hi")
     fake_submission()
     result = grade_toy(toy_config, toy_submission)
     assert result["status"] == "graded"
     assert result["build"]["ignored"] == ["ladder/", "notes.txt"]
-    assert any("ladder/ was ignored" in w for w in result["warnings"])
+    assert "notes.txt was ignored: the toy lab only takes toy.cu." in result["warnings"]
+    assert not any("ladder/" in w for w in result["warnings"])
 
 
 @pytest.fixture
@@ -270,7 +273,29 @@ def test_cli_grade_default_out_dir_and_summary(toy_config, toy_submission, fake_
     fake_submission(wrong_cases=["c_1"])
     assert cli.main(["grade", "toy", str(toy_submission)]) == 0
     assert "FAIL  c_1" in capsys.readouterr().out
-    assert (toy_config.work_dir / "toy" / "alice" / "result.json").is_file()
+    assert (toy_config.work_dir / "results" / "toy" / build.submission_key(toy_submission) / "result.json").is_file()
+
+
+def test_results_of_folders_with_the_same_name_never_overwrite_each_other(toy_config, tmp_path, fake_submission,
+                                                                        monkeypatch):
+    """c1/alice, c2/alice and nested/alice are three students."""
+    _cli_env(monkeypatch, toy_config)
+    fake_submission(wrong_cases=["c_1"])
+    for parent in ("c1", "c2", "nested/deeper"):
+        (tmp_path / parent / "alice").mkdir(parents=True)
+        (tmp_path / parent / "alice" / "toy.cu").write_text(f"// {parent}\n")
+        assert cli.main(["grade", "toy", str(tmp_path / parent / "alice")]) == 0
+    folders = sorted((toy_config.work_dir / "results" / "toy").iterdir())
+    assert len(folders) == 3 and all(f.name.startswith("alice-") for f in folders)
+    assert {json.loads((f / "result.json").read_text())["submission"]["folder"] for f in folders} == \
+        {str((tmp_path / p / "alice").resolve()) for p in ("c1", "c2", "nested/deeper")}
+
+
+def test_out_must_be_a_folder(toy_config, toy_submission, monkeypatch, tmp_path, capsys):
+    _cli_env(monkeypatch, toy_config)
+    (tmp_path / "a-file").write_text("x")
+    assert cli.main(["grade", "toy", str(toy_submission), "--out", str(tmp_path / "a-file")]) == 2
+    assert "is a file; give a folder" in capsys.readouterr().err
 
 
 def test_cli_grade_of_an_oddly_named_folder_keeps_the_name_as_data(toy_config, tmp_path, fake_submission,
@@ -281,7 +306,7 @@ def test_cli_grade_of_an_oddly_named_folder_keeps_the_name_as_data(toy_config, t
     odd.mkdir()
     (odd / "toy.cu").write_text("// code\n")
     assert cli.main(["grade", "toy", str(odd)]) == 0
-    [folder] = (toy_config.work_dir / "toy").iterdir()
+    [folder] = (toy_config.work_dir / "results" / "toy").iterdir()
     assert folder.name.startswith("x_touch_PWNED") and folder.name != odd.name
     result = json.loads((folder / "result.json").read_text())
     assert result["submission"]["name"] == odd.name  # recorded as data, exactly

@@ -20,13 +20,13 @@ def env(toy_config, monkeypatch):
 
 
 def test_run_solution_shows_the_checkers_verdicts(env, capsys):
-    assert cli.main(["run", "toy", "solution"]) == 0
+    assert cli.main(["run", "toy", "--target", "solution"]) == 0
     out = capsys.readouterr().out
     assert "judged by the lab's checker" in out and "c_300" in out and "passed" in out
 
 
 def test_run_bench_checks_the_kept_sample(env, capsys):
-    assert cli.main(["run", "toy", "solution", "--bench", "--case", "b_1000", "--json"]) == 0
+    assert cli.main(["run", "toy", "--target", "solution", "--bench", "--case", "b_1000", "--json"]) == 0
     body = json.loads(capsys.readouterr().out)
     assert body["status"] == "passed" and body["run"]["mode"] == "bench"
     assert [b["name"] for b in body["run"]["bench"]] == ["b_1000"]
@@ -36,26 +36,26 @@ def test_run_bench_checks_the_kept_sample(env, capsys):
 def test_failing_starter_exits_1_with_the_checkers_words(env, capsys):
     write_fake(env.bin_dir / "toy_starter", wrong_cases=["c_1", "c_7", "c_300"])
     seal(env.root)
-    assert cli.main(["run", "toy", "starter", "--seed", "3"]) == 1
+    assert cli.main(["run", "toy", "--target", "starter", "--seed", "3"]) == 1
     assert "c[0] is wrong: expected 1.25" in capsys.readouterr().out
 
 
 def test_ladder_stems(env):
     write_fake(env.bin_dir / "toy_ladder_simple", cuda_error=True)
     seal(env.root)
-    assert cli.main(["run", "toy", "simple"]) == 3
-    assert cli.main(["run", "toy", "toy"]) == 0  # the rung built from the solution file
+    assert cli.main(["run", "toy", "--target", "simple"]) == 3
+    assert cli.main(["run", "toy", "--target", "toy"]) == 0  # the rung built from the solution file
 
 
 def test_no_device_is_23(env):
     write_fake(env.bin_dir / "toy_solution", no_device=True)
     seal(env.root)
-    assert cli.main(["run", "toy", "solution"]) == 23
+    assert cli.main(["run", "toy", "--target", "solution"]) == 23
 
 
 def test_a_tampered_official_binary_is_not_run(env, capsys):
     (env.bin_dir / "toy_solution").write_text("#!/bin/sh\nexit 0\n")
-    assert cli.main(["run", "toy", "solution"]) == 24
+    assert cli.main(["run", "toy", "--target", "solution"]) == 24
     assert "not the one the build made" in capsys.readouterr().err
 
 
@@ -63,14 +63,24 @@ def test_without_a_sandbox_run_still_works_and_says_what_is_missing(env, monkeyp
     from cudalab import sandbox
     monkeypatch.setenv("CUDALAB_BWRAP", "/no/such/bwrap")
     monkeypatch.setattr(sandbox, "_detected", {})
-    assert cli.main(["run", "toy", "solution"]) == 0
+    assert cli.main(["run", "toy", "--target", "solution"]) == 0
     err = capsys.readouterr().err
     assert "Running without the sandbox" in err and "bubblewrap" in err
 
 
 def test_unknown_target_lists_the_valid_ones(env, capsys):
-    assert cli.main(["run", "toy", "fastest"]) == 2
-    assert "one of: simple, solution, starter, toy" in capsys.readouterr().err
+    assert cli.main(["run", "toy", "--target", "fastest"]) == 2
+    assert "not one of the toy lab's own builds: simple, solution, starter, toy" in capsys.readouterr().err
+
+
+def test_a_word_that_is_no_folder_is_never_taken_for_a_build(env, capsys, monkeypatch, tmp_path):
+    """`cudalab run toy solution` with no folder called solution is an error that names
+    --target; it never runs the course's solution in its place."""
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["run", "toy", "solution"]) == 21
+    assert "solution does not exist" in (err := capsys.readouterr().err) and "--target solution" in err
+    assert cli.main(["run", "toy", "x", "--target", "solution"]) == 2
+    assert "not both" in capsys.readouterr().err
 
 
 def test_unknown_lab_is_20(env, capsys):
@@ -83,17 +93,94 @@ def test_usage_errors_are_2(env):
     assert cli.main(["frobnicate"]) == 2
 
 
-def test_a_folder_target_is_built_as_a_submission(env, toy_submission, monkeypatch, tmp_path):
-    binary = write_fake(tmp_path / "built" / "toy_submission", wrong_cases=["c_1"])
+def fake_builds(monkeypatch, binary):
+    """Submission builds that return `binary`, against a stand-in SDK (the toy has none)."""
     seen = []
+    monkeypatch.setattr(build, "_sdk", lambda config, spec: fake_sdk(binary.parent.parent))
 
     def fake_build(config, spec, folder, work):
         seen.append(folder)
         return build.SubmissionBuild(binary, build.stage_submission(spec, folder, work / "src"), "")
     monkeypatch.setattr(build, "build_submission", fake_build)
+    return seen
+
+
+def test_a_folder_is_always_the_students_whatever_its_name(env, toy_submission, monkeypatch, tmp_path, capsys):
+    """A folder called like a built-in target (`cp -r starter/toy .` makes ./toy) is the
+    student's, and the output says which source ran."""
+    seen = fake_builds(monkeypatch, write_fake(tmp_path / "built" / "toy_submission", wrong_cases=["c_1"]))
     assert cli.main(["run", "toy", str(toy_submission)]) == 1
-    monkeypatch.chdir(toy_submission.parent)
-    (toy_submission.parent / "starter").mkdir()
-    (toy_submission.parent / "starter" / "toy.cu").write_text("x")
+    for name in ("toy", "solution", "starter"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "toy.cu").write_text("x")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert cli.main(["run", "toy", "toy"]) == 1
+    assert cli.main(["run", "toy", "solution"]) == 1
     assert cli.main(["run", "toy", "./starter"]) == 1
-    assert seen == [toy_submission, Path("./starter")]
+    monkeypatch.chdir(tmp_path / "toy")
+    assert cli.main(["run", "toy"]) == 1  # the current folder
+    assert seen == [toy_submission, Path("toy"), Path("solution"), Path("./starter"), Path(".")]
+    err = capsys.readouterr().err
+    assert f"Running your toy.cu from {tmp_path / 'solution'}" in err
+    assert "Running the course solution" not in err
+
+
+def test_an_unchanged_folder_reuses_its_build(env, toy_submission, monkeypatch, tmp_path, capsys):
+    built = []
+    binary = write_fake(tmp_path / "built" / "toy_submission")
+
+    def fake_build(config, spec, folder, work):
+        built.append(folder)
+        (work / "build").mkdir(parents=True, exist_ok=True)
+        target = work / "build" / "toy_submission"
+        target.write_bytes(binary.read_bytes())
+        target.chmod(0o755)
+        return build.SubmissionBuild(target, build.stage_submission(spec, folder, work / "src"), "")
+    monkeypatch.setattr(build, "build_submission", fake_build)
+    monkeypatch.setattr(build, "_sdk", lambda config, spec: fake_sdk(tmp_path))
+    assert cli.main(["run", "toy", str(toy_submission)]) == 0
+    assert cli.main(["run", "toy", str(toy_submission)]) == 0
+    assert len(built) == 1 and "(unchanged since its last build)" in capsys.readouterr().err
+    (toy_submission / "toy.cu").write_text("// edited\n")
+    assert cli.main(["run", "toy", str(toy_submission)]) == 0
+    assert len(built) == 2
+
+
+def fake_sdk(tmp_path: Path) -> Path:
+    sdk = tmp_path / "sdk"
+    sdk.mkdir(exist_ok=True)
+    (sdk / "build.json").write_text(json.dumps({"compile": "true", "object": "o", "link": "true",
+                                                "binary": "toy_submission"}))
+    return sdk
+
+
+def test_the_official_tree_is_built_first_with_a_progress_line(env, toy_submission, monkeypatch, capsys):
+    """A fresh clone has no official build: `run` builds it, saying so, instead of sending
+    the student to `cudalab build`."""
+    calls = []
+    missing = env.bin_dir / "toy_checker"
+    kept = missing.read_bytes()
+    missing.unlink()
+
+    def fake_build_official(config):
+        calls.append(config.build_dir)
+        missing.write_bytes(kept)
+        missing.chmod(0o755)
+    monkeypatch.setattr(build, "build_official", fake_build_official)
+    assert cli.main(["run", "toy", "--target", "solution"]) == 0
+    assert calls == [env.build_dir]
+    assert "Building the official toy harness and checker first" in capsys.readouterr().err
+
+
+def test_a_shared_install_is_used_as_it_is(env, monkeypatch, capsys):
+    """An official tree the user cannot write is never rebuilt; one that lacks the lab's
+    binaries says whom to ask, and that it is not the student's fault."""
+    monkeypatch.setattr(build, "official_tree_is_writable", lambda config: False)
+    monkeypatch.setattr(build, "build_official", lambda config: pytest.fail("rebuilt a shared tree"))
+    (env.build_dir / "CMakeCache.txt").write_text("# configured\n")
+    assert cli.main(["run", "toy", "--target", "solution"]) == 0
+    (env.bin_dir / "toy_checker").unlink()
+    assert cli.main(["run", "toy", "--target", "solution"]) == 24
+    err = capsys.readouterr().err
+    assert "not yours to build (a shared course install)" in err and "not a problem with your code" in err
