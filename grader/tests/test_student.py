@@ -185,3 +185,23 @@ def test_no_argument_reaches_a_traceback(argv, tmp_path, monkeypatch):
     assert "Traceback" not in said and "internal error" not in said, said
     assert done.returncode != Cli.INTERNAL or "official build" in said, said
     assert said.strip(), "a failure says something"
+
+
+@pytest.mark.parametrize("verb", ["run", "build", "grade"])
+def test_a_missing_folder_is_21_for_every_verb(verb, in_repo, capsys):
+    assert cli.main([verb, "vector_add", "no/such/folder"]) == Cli.SUBMISSION_INVALID
+    said = capsys.readouterr()
+    assert "no/such/folder does not exist" in said.out + said.err
+
+
+def test_the_grader_readme_lists_every_verb():
+    table = (REPO_ROOT / "grader" / "README.md").read_text()
+    assert all(f"| `cudalab {verb}" in table for verb in cli.VERBS)
+
+
+def test_sweep_fails_when_no_variant_builds(tmp_path):
+    done = subprocess.run([sys.executable, str(REPO_ROOT / "tools" / "sweep.py"), "vector_add",
+                           "--build-dir", str(tmp_path / "no-official-build")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 of 1 variants did not build or run" in done.stderr
