@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "labkit/binary_io.hpp"
 #include "labkit/cli.hpp"
@@ -35,6 +36,46 @@ std::string hash_disagreement(const HostArray& array, const CheckerOptions& opti
            " the program reported when the sample ended (its hash differs): the outputs were changed afterwards";
 }
 
+// Reads the dumped outputs of one run of a case into `got`; a report when they cannot be
+// judged (missing, malformed, or changed after its timed sample ended).
+std::optional<CaseReport> read_run(const Problem& problem, const CaseSpec& spec, const std::vector<Expected>& expected,
+                                   const CheckerOptions& options, int run, std::vector<HostArray>& got) {
+    for (const auto& e : expected) {
+        const OutputSpec& out = problem.output(e.name);
+        const fs::path path = dump_path(options.dump_dir, spec, out.name, run);
+        if (!fs::exists(path))
+            return CaseReport{spec.name, "missing",
+                              "no output " + out.name + " was dumped for case " + spec.name +
+                                  (run > 1 ? " on its second run" : "") +
+                                  " (the program stopped before this case, or never wrote " +
+                                  path.filename().string() + ")",
+                              {}};
+        try {
+            HostArray array = read_array(path);
+            if (array.dtype != out.dtype)
+                return CaseReport{spec.name, "malformed",
+                                  path.filename().string() + " holds " + std::string(dtype_name(array.dtype)) +
+                                      " but output " + out.name + " is " + std::string(dtype_name(out.dtype)),
+                                  {}};
+            array.name = out.name;
+            if (run == 1)
+                if (const std::string why = hash_disagreement(array, options); !why.empty())
+                    return CaseReport{spec.name, "inconsistent", why, {}};
+            got.push_back(std::move(array));
+        } catch (const FormatError& e) {
+            return CaseReport{spec.name, "malformed", e.what(), {}};
+        }
+    }
+    return std::nullopt;
+}
+
+// Whether the harness ran this case a second time (float cases, in a correctness run).
+bool second_run_dumped(const Problem& problem, const CaseSpec& spec, const std::string& dump_dir) {
+    return std::any_of(problem.outputs.begin(), problem.outputs.end(), [&](const OutputSpec& out) {
+        return dtype_is_float(out.dtype) && fs::exists(dump_path(dump_dir, spec, out.name, 2));
+    });
+}
+
 CaseReport check_dumped_case(const Problem& problem, const Reference& reference, const CaseSpec& spec,
                              const CheckerOptions& options) {
     // A case with nothing dumped (the program stopped before it) is judged without
@@ -47,30 +88,14 @@ CaseReport check_dumped_case(const Problem& problem, const Reference& reference,
     const auto inputs = make_host_inputs(problem, spec, options.seed);
     const auto expected = reference(spec, inputs);
     std::vector<HostArray> got;
-    for (const auto& e : expected) {
-        const OutputSpec& out = problem.output(e.name);
-        const fs::path path = dump_path(options.dump_dir, spec, out.name);
-        if (!fs::exists(path))
-            return {spec.name, "missing",
-                    "no output " + out.name + " was dumped for case " + spec.name +
-                        " (the program stopped before this case, or never wrote " + path.filename().string() + ")",
-                    {}};
-        try {
-            HostArray array = read_array(path);
-            if (array.dtype != out.dtype)
-                return {spec.name, "malformed",
-                        path.filename().string() + " holds " + std::string(dtype_name(array.dtype)) +
-                            " but output " + out.name + " is " + std::string(dtype_name(out.dtype)),
-                        {}};
-            array.name = out.name;
-            if (const std::string why = hash_disagreement(array, options); !why.empty())
-                return {spec.name, "inconsistent", why, {}};
-            got.push_back(std::move(array));
-        } catch (const FormatError& e) {
-            return {spec.name, "malformed", e.what(), {}};
-        }
-    }
-    return check_case(problem, spec, expected, got);
+    if (auto unusable = read_run(problem, spec, expected, options, 1, got)) return *unusable;
+    const CaseReport first = check_case(problem, spec, expected, got);
+    // A float case run twice is judged on the worse run, and an answer that changes from
+    // run to run is said to (timed samples are single runs, bound to their hash).
+    if (!options.hash_key.empty() || !second_run_dumped(problem, spec, options.dump_dir)) return first;
+    std::vector<HostArray> again;
+    if (auto unusable = read_run(problem, spec, expected, options, 2, again)) return *unusable;
+    return worse_of_two_runs(first, check_case(problem, spec, expected, again), got, again);
 }
 
 }  // namespace

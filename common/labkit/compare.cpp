@@ -25,7 +25,9 @@ template <class T> double element_as_double(const HostArray& a, std::uint64_t i)
     return static_cast<double>(a.as<T>()[static_cast<std::size_t>(i)]);
 }
 
-double element(const HostArray& a, std::uint64_t i) {
+}  // namespace
+
+double element_value(const HostArray& a, std::uint64_t i) {
     switch (a.dtype) {
         case DType::f32: return element_as_double<float>(a, i);
         case DType::f64: return element_as_double<double>(a, i);
@@ -37,6 +39,8 @@ double element(const HostArray& a, std::uint64_t i) {
     }
     return 0.0;
 }
+
+namespace {
 
 std::string shape_text(const std::vector<std::uint64_t>& shape) {
     std::ostringstream s;
@@ -59,6 +63,15 @@ std::string format_value(double value) {
     s << value;
     return s.str();
 }
+
+namespace {
+
+// |off| / |expected| in three significant digits' worth; |off| itself when expected is 0.
+double relative(double off, double expected) {
+    return expected != 0.0 ? off / std::fabs(expected) : off;
+}
+
+}  // namespace
 
 std::string describe_index(const std::string& name, const std::vector<std::uint64_t>& shape,
                            std::uint64_t flat_index) {
@@ -105,7 +118,7 @@ CompareReport compare_within_tolerance(const Expected& expected, const HostArray
     double worst_ratio = -1.0, worst_diff = -1.0;
     for (std::uint64_t i = 0; i < n; ++i) {
         const double e = expected.values[static_cast<std::size_t>(i)];
-        const double g = element(got, i);
+        const double g = element_value(got, i);
         double allowed = per_element ? expected.allowed_abs[static_cast<std::size_t>(i)]
                                      : tolerance.abs + tolerance.rel * std::fabs(e);
         bool ok;
@@ -146,12 +159,23 @@ CompareReport compare_within_tolerance(const Expected& expected, const HostArray
         msg << "all " << n << " elements of " << expected.name << " match";
     } else {
         const Mismatch& f = *report.first;
+        const double off = std::fabs(f.got - f.expected);
+        const double near = expected.near_miss_abs.size() == n
+                                ? expected.near_miss_abs[static_cast<std::size_t>(f.index)] : 0.0;
+        report.near_miss = std::isfinite(off) && off > f.allowed && off <= near;
         msg << describe_index(expected.name, expected.shape, f.index) << " is wrong: expected "
             << format_value(f.expected) << ", got " << format_value(f.got);
-        if (std::isnan(f.got) && !std::isnan(f.expected))
+        if (std::isnan(f.got) && !std::isnan(f.expected)) {
             msg << " (NaN here usually means the element was never written)";
-        else
+        } else if (report.near_miss) {
+            std::string advice = expected.near_miss_advice;
+            const auto at = advice.find("{near}");
+            if (at != std::string::npos) advice.replace(at, 6, format_value(near));
+            msg << ": off by " << format_value(off) << " (relative " << format_value(relative(off, f.expected))
+                << "); a tree of additions stays within " << format_value(f.allowed) << " here, but " << advice;
+        } else {
             msg << " (allowed difference " << format_value(f.allowed) << ")";
+        }
         msg << "; " << report.mismatches << " of " << n << " elements differ";
         if (report.worst && report.worst->index != f.index)
             msg << ", the worst at " << describe_index(expected.name, expected.shape, report.worst->index)

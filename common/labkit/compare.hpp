@@ -17,11 +17,19 @@ namespace labkit {
 // What the reference says an output must be. `values` are exact or float64 results.
 // `allowed_abs`, when not empty, gives each element its own absolute bound (labs whose
 // tolerance follows from the data, e.g. a sum's rounding bound) and replaces abs/rel.
+//
+// `near_miss_abs`, when not empty, gives each element the error a plausible but
+// longer-than-allowed order of float operations could reach (a sum chained through
+// atomicAdd, say). A mismatch within it is a near miss: the message then says by how much
+// the element is off against both bounds and ends with `near_miss_advice`, in which
+// "{near}" stands for that element's near-miss bound. Beyond it, the plain message.
 struct Expected {
     std::string name;
     std::vector<std::uint64_t> shape;
     std::vector<double> values;
     std::vector<double> allowed_abs;
+    std::vector<double> near_miss_abs = {};
+    std::string near_miss_advice = {};
 };
 
 struct Mismatch {
@@ -38,6 +46,7 @@ struct CompareReport {
     std::uint64_t mismatches = 0;
     std::optional<Mismatch> first;
     std::optional<Mismatch> worst;  // the largest error relative to its allowance
+    bool near_miss = false;         // the first mismatch lies within its near-miss bound
     std::string message;            // one sentence a student can act on
 };
 
@@ -54,6 +63,9 @@ CompareReport compare_within_tolerance(const Expected& expected, const HostArray
 // "c[12]" for vectors, "out[y=3, x=5]" for rank 2, "out[1, 2, 3]" above.
 std::string describe_index(const std::string& name, const std::vector<std::uint64_t>& shape,
                            std::uint64_t flat_index);
+
+// Element i of an array of any dtype, as a double.
+double element_value(const HostArray& array, std::uint64_t i);
 
 // A number as a student should read it: shortest round-trip form, "NaN", "+Inf".
 std::string format_value(double value);

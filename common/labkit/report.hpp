@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@ struct CaseReport {
     std::string status;  // passed | failed | missing | malformed | inconsistent (a timed sample changed after it ended)
     std::string message;
     std::vector<CompareReport> outputs;
+    bool changes_between_runs = false;  // a float case's two runs gave different bits
 };
 
 // Compares each Expected with the output of the same name.
@@ -34,7 +36,19 @@ Json to_json(const CompareReport& report);
 Json to_json(const CaseReport& report, const CaseSpec& spec);
 
 // The file one output of one case is dumped to and checked from: DIR/<case>.<output>.bin.
-std::filesystem::path dump_path(const std::string& dump_dir, const CaseSpec& spec, const std::string& output);
+// Run 1 is <case>.<output>.bin; a repeated run k of a float case (the harness runs each
+// twice, to catch answers that change from run to run) is <case>.<output>.run<k>.bin.
+std::filesystem::path dump_path(const std::string& dump_dir, const CaseSpec& spec, const std::string& output,
+                                int run = 1);
+
+// The first element where two dumps of one output differ bit for bit, if any.
+std::optional<std::uint64_t> first_bitwise_difference(const HostArray& a, const HostArray& b);
+
+// A case's verdict from both runs of a float case: the worse of the two reports (a
+// failure over a pass, else the first), and when the two outputs differ bit for bit, a
+// sentence saying the answer changes from run to run (and why that matters).
+CaseReport worse_of_two_runs(const CaseReport& first, const CaseReport& second,
+                             const std::vector<HostArray>& got_first, const std::vector<HostArray>& got_second);
 
 // Writes JSON to a file, pretty-printed; throws std::runtime_error on failure.
 void write_json_file(const std::string& path, const Json& json);

@@ -158,3 +158,60 @@ TEST_CASE("test_report_check_case_and_json") {
     CHECK(json["params"]["n"] == 4);
     CHECK(json["outputs"][0]["mismatches"] == 0);
 }
+
+namespace {
+
+labkit::HostArray sums(float value) {
+    auto a = labkit::HostArray::make<float>("sum", {1});
+    a.as<float>()[0] = value;
+    return a;
+}
+
+labkit::CaseReport report_of(const std::string& status, const std::string& message) {
+    return labkit::CaseReport{"n_67108867", status, message, {}};
+}
+
+}  // namespace
+
+TEST_CASE("test_report_runs_that_agree_bit_for_bit_say_nothing_more") {
+    const auto r = labkit::worse_of_two_runs(report_of("passed", "all outputs match"),
+                                             report_of("passed", "all outputs match"), {sums(2.5f)}, {sums(2.5f)});
+    CHECK(r.status == "passed");
+    CHECK_FALSE(r.changes_between_runs);
+    CHECK(r.message == "all outputs match");
+}
+
+TEST_CASE("test_report_an_answer_that_changes_between_runs_is_judged_on_the_worse_run_and_said_so") {
+    SUBCASE("the second run fails: its failure is the verdict") {
+        const auto r = labkit::worse_of_two_runs(report_of("passed", "all outputs match"),
+                                                 report_of("failed", "sum[0] is wrong: off by 276"),
+                                                 {sums(33551948.0f)}, {sums(33552224.0f)});
+        CHECK(r.status == "failed");
+        CHECK(r.changes_between_runs);
+        CHECK(r.message.find("The answer changes from run to run: the same inputs gave sum[0] = 33551948 on the "
+                             "first run and 33552224 on the second") == 0);
+        CHECK(r.message.find("the case is judged on the worse run") != std::string::npos);
+        CHECK(r.message.find("sum[0] is wrong: off by 276") != std::string::npos);
+    }
+    SUBCASE("both pass: still said, since the next run may not") {
+        const auto r = labkit::worse_of_two_runs(report_of("passed", "all outputs match"),
+                                                 report_of("passed", "all outputs match"), {sums(1.0f)}, {sums(1.0000001f)});
+        CHECK(r.status == "passed");
+        CHECK(r.changes_between_runs);
+        CHECK(r.message.find("Both runs are within the bound this time.") != std::string::npos);
+    }
+    SUBCASE("the first run fails: it stays the verdict") {
+        const auto r = labkit::worse_of_two_runs(report_of("failed", "first"), report_of("passed", "ok"),
+                                                 {sums(1.0f)}, {sums(2.0f)});
+        CHECK(r.status == "failed");
+        CHECK(r.message.find("first") != std::string::npos);
+    }
+}
+
+TEST_CASE("test_report_second_runs_have_their_own_dump_files") {
+    const labkit::CaseSpec spec{"n_1", {{"n", 1}}};
+    CHECK(labkit::dump_path("d", spec, "sum").filename() == "n_1.sum.bin");
+    CHECK(labkit::dump_path("d", spec, "sum", 2).filename() == "n_1.sum.run2.bin");
+    CHECK_FALSE(labkit::first_bitwise_difference(sums(-0.0f), sums(-0.0f)));
+    CHECK(labkit::first_bitwise_difference(sums(0.0f), sums(-0.0f)) == 0u);  // equal values, different bits
+}

@@ -43,6 +43,7 @@ class Output:
     ulp: int  # -1: the ULP criterion is off
     computed: bool  # the lab's reference derives the bound per case
     why: str
+    order_note: str = ""  # for a float result whose rounding depends on the order: what to avoid, and why
 
 
 @dataclass(frozen=True)
@@ -246,7 +247,10 @@ def _output(table: dict, where: str) -> Output:
     if not isinstance(computed, bool):
         raise LabSpecError(f"{where}: 'computed' must be true or false")
     why = _require(table, "why", str, where)
-    return Output(name, dtype, abs_tol, rel_tol, ulp, computed, why)
+    order_note = table.get("order_note", "")
+    if not isinstance(order_note, str):
+        raise LabSpecError(f"{where}: 'order_note' must be text")
+    return Output(name, dtype, abs_tol, rel_tol, ulp, computed, why, order_note)
 
 
 def load(path: str | Path) -> LabSpec:

@@ -113,6 +113,32 @@ inline double reduction_error_bound(std::size_t n, double sum_abs) {
     return (gamma(max_addition_depth(n)) + kReferenceSlack) * sum_abs;
 }
 
+// ---- Near misses ---------------------------------------------------------------------
+// The commonest reduction outside the contract adds every block's partial sum into one
+// float with atomicAdd: a chain as long as the grid. For the verdict to teach, a result
+// outside the bound but within what such a chain can reach is a near miss, explained in
+// words. The chain this allows for: one addition per block of kNearMissBlock elements
+// (the grid of a one-element-per-thread kernel), on top of the contract's tree.
+inline constexpr std::size_t kNearMissBlock = 256;
+
+// The largest |computed - exact| of a sum of n elements that chains one addition per
+// block of kNearMissBlock elements (atomicAdd of every block's sum, or one thread
+// looping over thousands of elements). Never below the contract's bound.
+inline double long_chain_error_bound(std::size_t n, double sum_abs) {
+    const std::size_t chain = (n + kNearMissBlock - 1) / kNearMissBlock + ceil_log2(n) + kCombineSlack;
+    const std::size_t any_order = n > 3 ? n - 1 : 2;
+    const double bound = (gamma(chain < any_order ? chain : any_order) + kReferenceSlack) * sum_abs;
+    const double contract = reduction_error_bound(n, sum_abs);
+    return bound > contract ? bound : contract;
+}
+
+// What a near miss says after "a tree of additions stays within X here, but ".
+inline constexpr const char* kNearMissAdvice =
+    "a long chain of float additions, such as atomicAdd of every block's sum into one float or one "
+    "thread adding thousands of elements, rounds more (up to {near} here): combine partial sums as a "
+    "tree (handout: 'The tolerance'). If your code already does, look for an element counted twice "
+    "or left out, which gives errors of this size too.";
+
 // Σ x_i in float64 with Kahan's compensated summation, in index order. Do not compile
 // this with -ffast-math: it would cancel the compensation away.
 inline double reference_sum(const float* x, std::size_t n) {

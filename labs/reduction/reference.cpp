@@ -7,8 +7,9 @@ namespace lab_reduction {
 std::vector<labkit::Expected> reference(const labkit::CaseSpec&, const std::vector<labkit::HostArray>& inputs) {
     const auto x = inputs.at(0).as<float>();
     const double exact = reduction::reference_sum(x.data(), x.size());
-    const double bound = reduction::reduction_error_bound(x.size(), reduction::reference_sum_abs(x.data(), x.size()));
-    return {labkit::Expected{"sum", {1}, {exact}, {bound}}};
+    const double sum_abs = reduction::reference_sum_abs(x.data(), x.size());
+    return {labkit::Expected{"sum", {1}, {exact}, {reduction::reduction_error_bound(x.size(), sum_abs)},
+                             {reduction::long_chain_error_bound(x.size(), sum_abs)}, reduction::kNearMissAdvice}};
 }
 
 }  // namespace lab_reduction

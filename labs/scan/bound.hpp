@@ -101,6 +101,33 @@ inline double scan_error_bound(std::size_t i, double prefix_abs_sum, double pref
            kReferenceRelativeError * prefix_abs_sum;
 }
 
+// ---- Near misses ---------------------------------------------------------------------
+// The commonest scan outside the contract carries each block's total into the next block
+// one after another (or lets one thread add thousands of elements in a row): a chain of
+// one addition per small block up to output i. An output outside the bound but within
+// what such a chain can reach is a near miss, explained in words. The chain allowed for:
+// one addition per kNearMissTile elements before output i, on top of the contract's tree.
+inline constexpr std::size_t kNearMissTile = 256;
+
+// The largest difference from the exact prefix that output i of a scan of n elements may
+// have when one addition per kNearMissTile elements is chained. Never below the bound.
+inline double long_chain_scan_bound(std::size_t i, double prefix_abs_sum, double prefix_abs_max, std::size_t n) {
+    const double chain = static_cast<double>(addition_depth_bound(n) + (i + 1) / kNearMissTile);
+    const double du = chain * kUnitRoundoff;
+    const double contract = scan_error_bound(i, prefix_abs_sum, prefix_abs_max, n);
+    if (du >= 1.0) return std::numeric_limits<double>::infinity();
+    const double bound = du / (1.0 - du) * prefix_abs_sum + kReferenceRelativeError * prefix_abs_sum;
+    return bound > contract ? bound : contract;
+}
+
+// What a near miss says after "a tree of additions stays within X here, but ".
+inline constexpr const char* kNearMissAdvice =
+    "a long chain of float additions, such as carrying each block's total into the next block one "
+    "after another over small blocks, or one thread adding thousands of elements in a row, rounds more "
+    "(up to {near} here): combine block totals as a tree, or carry between tiles of at least 2048 "
+    "elements (handout: 'The tolerance'). If your code already does, look for an element counted "
+    "twice or left out, which gives errors of this size too.";
+
 // Is a float output acceptable? Never when it is NaN or infinite and the reference is
 // finite, whatever the allowance; a non-finite reference (non-finite input) must be met
 // exactly.
@@ -151,13 +178,16 @@ class PrefixReference {
     double abs_max_ = 0.0;  // the empty prefix, 0, counts
 };
 
-// expected[i] and allowed[i] for every output of a float scan of in[0..n).
-inline void reference_scan_float(const float* in, std::size_t n, ScanKind kind, double* expected, double* allowed) {
+// expected[i] and allowed[i] for every output of a float scan of in[0..n), and, when
+// near_miss is given, near_miss[i] (long_chain_scan_bound).
+inline void reference_scan_float(const float* in, std::size_t n, ScanKind kind, double* expected, double* allowed,
+                                 double* near_miss = nullptr) {
     PrefixReference reference;
     for (std::size_t i = 0; i < n; ++i) {
         if (kind == ScanKind::inclusive) reference.add(in[i]);
         expected[i] = reference.prefix();
         allowed[i] = scan_error_bound(i, reference.abs_sum(), reference.abs_max(), n);
+        if (near_miss != nullptr) near_miss[i] = long_chain_scan_bound(i, reference.abs_sum(), reference.abs_max(), n);
         if (kind == ScanKind::exclusive) reference.add(in[i]);
     }
 }

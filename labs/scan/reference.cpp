@@ -7,8 +7,10 @@ namespace lab_scan {
 namespace {
 
 labkit::Expected float_reference(const std::string& name, std::span<const float> x, scan_bound::ScanKind kind) {
-    labkit::Expected e{name, {x.size()}, std::vector<double>(x.size()), std::vector<double>(x.size())};
-    scan_bound::reference_scan_float(x.data(), x.size(), kind, e.values.data(), e.allowed_abs.data());
+    labkit::Expected e{name, {x.size()}, std::vector<double>(x.size()), std::vector<double>(x.size()),
+                       std::vector<double>(x.size()), scan_bound::kNearMissAdvice};
+    scan_bound::reference_scan_float(x.data(), x.size(), kind, e.values.data(), e.allowed_abs.data(),
+                                     e.near_miss_abs.data());
     return e;
 }
 

@@ -9,6 +9,13 @@
 // a thread may chain at most 64 additions into one accumulator; everything else is
 // combined as a tree.
 //
+// So do not atomicAdd every block's sum into *out. Float addition is not associative:
+// each order rounds differently. A chain of atomicAdds is as long as the grid, its order
+// changes from run to run as blocks finish, and so does the answer: far more rounding
+// than a tree, and a result that can pass on one run and fail on the next (the checker
+// runs every case twice and grades the worse run). Combine the block sums as a tree: a
+// second kernel over them, or the last block to finish adds them up.
+//
 // Build and run:   cudalab run reduction .          (checks every test case)
 //                  cudalab run reduction . --bench  (times it against the copy roof)
 #include <cstdint>

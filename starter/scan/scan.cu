@@ -6,6 +6,12 @@
 // exclusive variant. Lecture 9 explains why the float results may differ from the CPU's
 // in the last bits, and by how much they may (the handout gives the tolerance).
 //
+// Float addition is not associative, so combine the block sums as a tree (a scan of the
+// block sums), not as a carry passed from one small block to the next: such a chain
+// rounds once per block, and when blocks take their carries in whatever order they run,
+// the answer changes from run to run (the checker runs every float case twice and
+// grades the worse run).
+//
 // Build and run:   cudalab run scan .          (checks every test case)
 //                  cudalab run scan . --bench  (times it against the copy roof)
 
