@@ -95,7 +95,7 @@ CaseReport check_dumped_case(const Problem& problem, const Reference& reference,
     if (!options.hash_key.empty() || !second_run_dumped(problem, spec, options.dump_dir)) return first;
     std::vector<HostArray> again;
     if (auto unusable = read_run(problem, spec, expected, options, 2, again)) return *unusable;
-    return worse_of_two_runs(first, check_case(problem, spec, expected, again), got, again);
+    return worse_of_two_runs(first, check_case(problem, spec, expected, again), got, again, expected);
 }
 
 }  // namespace

@@ -167,6 +167,10 @@ labkit::HostArray sums(float value) {
     return a;
 }
 
+labkit::Expected bound_of(double exact, double allowed) {
+    return labkit::Expected{"sum", {1}, {exact}, {allowed}};
+}
+
 labkit::CaseReport report_of(const std::string& status, const std::string& message) {
     return labkit::CaseReport{"n_67108867", status, message, {}};
 }
@@ -175,7 +179,8 @@ labkit::CaseReport report_of(const std::string& status, const std::string& messa
 
 TEST_CASE("test_report_runs_that_agree_bit_for_bit_say_nothing_more") {
     const auto r = labkit::worse_of_two_runs(report_of("passed", "all outputs match"),
-                                             report_of("passed", "all outputs match"), {sums(2.5f)}, {sums(2.5f)});
+                                             report_of("passed", "all outputs match"), {sums(2.5f)}, {sums(2.5f)},
+                                             {bound_of(2.5, 1.0)});
     CHECK(r.status == "passed");
     CHECK_FALSE(r.changes_between_runs);
     CHECK(r.message == "all outputs match");
@@ -185,7 +190,7 @@ TEST_CASE("test_report_an_answer_that_changes_between_runs_is_judged_on_the_wors
     SUBCASE("the second run fails: its failure is the verdict") {
         const auto r = labkit::worse_of_two_runs(report_of("passed", "all outputs match"),
                                                  report_of("failed", "sum[0] is wrong: off by 276"),
-                                                 {sums(33551948.0f)}, {sums(33552224.0f)});
+                                                 {sums(33551948.0f)}, {sums(33552224.0f)}, {bound_of(33551948.1, 198)});
         CHECK(r.status == "failed");
         CHECK(r.changes_between_runs);
         CHECK(r.message.find("The answer changes from run to run: the same inputs gave sum[0] = 33551948 on the "
@@ -193,16 +198,26 @@ TEST_CASE("test_report_an_answer_that_changes_between_runs_is_judged_on_the_wors
         CHECK(r.message.find("the case is judged on the worse run") != std::string::npos);
         CHECK(r.message.find("sum[0] is wrong: off by 276") != std::string::npos);
     }
-    SUBCASE("both pass: still said, since the next run may not") {
+    SUBCASE("both pass, and their spread too: passed, and said") {
         const auto r = labkit::worse_of_two_runs(report_of("passed", "all outputs match"),
-                                                 report_of("passed", "all outputs match"), {sums(1.0f)}, {sums(1.0000001f)});
+                                                 report_of("passed", "all outputs match"), {sums(1.0f)},
+                                                 {sums(1.0000001f)}, {bound_of(1.0, 0.01)});
         CHECK(r.status == "passed");
         CHECK(r.changes_between_runs);
-        CHECK(r.message.find("Both runs are within the bound this time.") != std::string::npos);
+        CHECK(r.message.find("Both runs, and their spread, are within the bound.") != std::string::npos);
+    }
+    SUBCASE("both pass on their own, but not with their spread: failed, whatever run came out well") {
+        const auto r = labkit::worse_of_two_runs(report_of("passed", "all outputs match"),
+                                                 report_of("passed", "all outputs match"), {sums(33552100.0f)},
+                                                 {sums(33551952.0f)}, {bound_of(33551948.0, 198)});
+        CHECK(r.status == "failed");
+        CHECK(r.message.find("At sum[0] the runs are off by 152 and 4 and differ by 148, so a run can be off by "
+                             "about 300") != std::string::npos);
+        CHECK(r.message.find("more than the 198 a tree of additions stays within here") != std::string::npos);
     }
     SUBCASE("the first run fails: it stays the verdict") {
         const auto r = labkit::worse_of_two_runs(report_of("failed", "first"), report_of("passed", "ok"),
-                                                 {sums(1.0f)}, {sums(2.0f)});
+                                                 {sums(1.0f)}, {sums(2.0f)}, {bound_of(1.0, 0.5)});
         CHECK(r.status == "failed");
         CHECK(r.message.find("first") != std::string::npos);
     }
