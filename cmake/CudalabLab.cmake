@@ -191,6 +191,10 @@ function(cudalab_add_lab lab)
               $<TARGET_OBJECTS:labkit_cuda> $<TARGET_OBJECTS:labkit_core>)
   file(GLOB labkit_headers "${CUDALAB_ROOT}/common/labkit/*.hpp")
   cudalab_concrete_architectures(archs)
+  # COMMAND_EXPAND_LISTS (for the object lists) would split a list of several architectures
+  # ("75-real;80-real;...", the default preset's, or two GPUs' native ones) into several
+  # arguments: the list travels comma-separated, and cmake/submission makes it a list again.
+  string(REPLACE ";" "," archs "${archs}")
   add_custom_command(
     OUTPUT "${sdk_dir}/sdk.cmake"
     COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${CUDALAB_ROOT}/grader"
@@ -240,7 +244,11 @@ function(cudalab_add_lab lab)
       ARGS roundtrip --expect-fail --binary "${bin}/${lab}_starter" --checker "${checker}")
     cudalab_add_labtest(${lab}_bench_sample_passes_the_checker GPU
       ARGS bench-roundtrip --binary "${bin}/${lab}_solution" --checker "${checker}")
+    cudalab_add_labtest(${lab}_bench_skips_a_case_too_large_for_the_gpu GPU
+      ARGS memory-fit --binary "${bin}/${lab}_solution")
     cudalab_add_labtest(${lab}_checker_needs_its_inputs ARGS checker-usage --checker "${checker}")
+    cudalab_add_labtest(${lab}_says_the_driver_is_too_old
+      ARGS driver-too-old --binary "${bin}/${lab}_solution" --fake-driver-dir "${CUDALAB_FAKE_OLD_DRIVER_DIR}")
   endif()
 endfunction()
 

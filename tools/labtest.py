@@ -11,12 +11,23 @@
       run's own seed (every sample has inputs of its own).
   labtest.py checker-usage --checker CHECKER
       the checker refuses to run without --seed/--dump/--verdict (exit 2).
+  labtest.py driver-too-old --binary LAB_BINARY --fake-driver-dir DIR
+      under DIR/libcuda.so.1, a driver that supports CUDA 12.2 only (common/tests/
+      fake_old_libcuda.cpp), the binary exits 4 and says, on stderr and in its run JSON
+      (reason driver_too_old), which CUDA its driver supports and which it needs. Runs on
+      any machine: the fake comes first on LD_LIBRARY_PATH.
+  labtest.py memory-fit --binary LAB_BINARY
+      with the GPU's free memory capped at 1 GiB (CUDALAB_GPU_MEMORY_LIMIT), --bench runs
+      the smallest bench case and skips the largest (2^28: more than 1 GiB) with a sentence
+      on stderr and a "skipped" entry in the run JSON, and exits 0; --paced on the largest
+      exits 4 with reason insufficient_memory. Capped at 1 MiB, nothing fits.
 Exit 4 (no CUDA device) from the binary is passed through, so ctest reports a skip.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -25,9 +36,9 @@ from pathlib import Path
 NO_DEVICE = 4
 
 
-def run(cmd: list[str]) -> subprocess.CompletedProcess:
+def run(cmd: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     print("$", " ".join(cmd), flush=True)
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL)
     sys.stdout.write(proc.stdout[-4000:])
     sys.stderr.write(proc.stderr[-4000:])
     return proc
@@ -76,7 +87,11 @@ def bench_roundtrip(args: argparse.Namespace) -> int:
         if produced.returncode != 0:
             print("FAILED: the timed run did not finish")
             return 1
-        sample_seed = json.loads(run_json.read_text())["bench"][0]["checked_sample_seed"]
+        entry = json.loads(run_json.read_text())["bench"][0]
+        if entry.get("status") == "skipped":  # too large for this GPU's free memory
+            print(f"SKIPPED: {entry.get('reason')}")
+            return NO_DEVICE
+        sample_seed = entry["checked_sample_seed"]
         check = [args.checker, "--dump", str(dump), "--verdict", str(verdict), "--bench-case", bench[0], "--seed"]
         if run(check + [str(sample_seed)]).returncode != 0:
             print("FAILED: the checker rejected the kept sample of the solution")
@@ -84,6 +99,76 @@ def bench_roundtrip(args: argparse.Namespace) -> int:
         if run(check + ["777"]).returncode != 1:
             print("FAILED: the kept sample also passed under the run's seed: samples do not get inputs of their own")
             return 1
+    return 0
+
+
+def memory_fit(args: argparse.Namespace) -> int:
+    cases = run([args.binary, "--list-cases"])
+    bench = [line.split()[1] for line in cases.stdout.splitlines() if line.startswith("bench-case")]
+    if len(bench) < 2:
+        print("FAILED: the binary lists fewer than two bench cases")
+        return 1
+    smallest, largest = bench[0], bench[-1]
+    env = {**os.environ, "CUDALAB_GPU_MEMORY_LIMIT": str(1 << 30)}
+    with tempfile.TemporaryDirectory() as tmp:
+        run_json = Path(tmp) / "run.json"
+        produced = run([args.binary, "--bench", "--bench-case", smallest, "--bench-case", largest, "--samples", "2",
+                        "--warmup", "1", "--json", str(run_json)], env=env)
+        if produced.returncode == NO_DEVICE:
+            print("SKIPPED: no CUDA device")
+            return NO_DEVICE
+        if produced.returncode != 0:
+            print("FAILED: a bench run with a case too large for the GPU must still finish (exit 0)")
+            return 1
+        entries = {e["name"]: e for e in json.loads(run_json.read_text())["bench"]}
+        ran, skipped = entries.get(smallest, {}), entries.get(largest, {})
+        if ran.get("status") != "unchecked" or not isinstance(ran.get("median_ms"), (int, float)):
+            print(f"FAILED: {smallest} fits in 1 GiB and must have run: {ran}")
+            return 1
+        reason = skipped.get("reason", "")
+        if (skipped.get("status") != "skipped" or "median_ms" in skipped or "GiB of GPU memory" not in reason
+                or "1.0 GiB free on" not in reason or skipped.get("memory", {}).get("free_bytes") != 1 << 30):
+            print(f"FAILED: {largest} needs more than 1 GiB and must be skipped with a reason: {skipped}")
+            return 1
+        if f"bench case {largest} skipped: it needs about" not in produced.stderr:
+            print("FAILED: the skip must be said on stderr")
+            return 1
+        paced = run([args.binary, "--paced", "--bench-case", largest, "--dump", str(Path(tmp) / "dump"),
+                     "--json", str(run_json), "--control-in", "0", "--control-out", "1"],
+                    env={**env, "CUDALAB_GPU_MEMORY_LIMIT": str(1 << 20)})
+        said = json.loads(run_json.read_text())
+        if (paced.returncode != NO_DEVICE or said.get("reason") != "insufficient_memory"
+                or f"bench case {largest} cannot be timed on this GPU" not in paced.stderr):
+            print(f"FAILED: --paced on a case that cannot fit must exit 4 with reason insufficient_memory: {said}")
+            return 1
+    return 0
+
+
+def driver_too_old(args: argparse.Namespace) -> int:
+    env = {**os.environ, "LD_LIBRARY_PATH": os.pathsep.join(
+        [args.fake_driver_dir] + [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p])}
+    expected = ("your NVIDIA driver supports CUDA up to 12.2, older than the CUDA 13.0 runtime this program was "
+                "built with (it needs a driver for CUDA 13.0 or newer: version 580 or newer): update the NVIDIA "
+                "driver (nvidia-smi shows the version installed now)")
+    with tempfile.TemporaryDirectory() as tmp:
+        run_json = Path(tmp) / "run.json"
+        for mode in ([], ["--bench"]):
+            produced = run([args.binary, *mode, "--json", str(run_json)], env=env)
+            said = json.loads(run_json.read_text())
+            want = {"status": "no_device", "reason": "driver_too_old", "driver_cuda_version": "12.2",
+                    "runtime_cuda_version": said.get("runtime_cuda_version")}
+            if not str(said.get("runtime_cuda_version", "")).startswith("13."):
+                print(f"FAILED: runtime_cuda_version should be the CUDA 13 runtime's: {said}")
+                return 1
+            if said.get("runtime_cuda_version") != "13.0":  # the sentence names the runtime's own version
+                expected = expected.replace("CUDA 13.0 runtime", f"CUDA {said['runtime_cuda_version']} runtime")
+            if produced.returncode != NO_DEVICE or {k: said.get(k) for k in want} != want:
+                print(f"FAILED: under a CUDA 12.2 driver the binary must exit 4 with reason driver_too_old: {said}")
+                return 1
+            if said.get("message") != expected or not produced.stderr.startswith(
+                    f"{Path(args.binary).name}: {expected}.\nNothing was run: this is not a failure of your code."):
+                print(f"FAILED: the sentence is not the expected one:\n{expected}")
+                return 1
     return 0
 
 
@@ -107,8 +192,14 @@ def main() -> int:
     b.add_argument("--checker", required=True)
     c = sub.add_parser("checker-usage")
     c.add_argument("--checker", required=True)
+    d = sub.add_parser("driver-too-old")
+    d.add_argument("--binary", required=True)
+    d.add_argument("--fake-driver-dir", required=True)
+    m = sub.add_parser("memory-fit")
+    m.add_argument("--binary", required=True)
     args = parser.parse_args()
-    return {"roundtrip": roundtrip, "bench-roundtrip": bench_roundtrip, "checker-usage": checker_usage}[args.verb](args)
+    return {"roundtrip": roundtrip, "bench-roundtrip": bench_roundtrip, "checker-usage": checker_usage,
+            "memory-fit": memory_fit, "driver-too-old": driver_too_old}[args.verb](args)
 
 
 if __name__ == "__main__":

@@ -83,6 +83,9 @@ public:
     explicit DeviceHasher(std::size_t max_bytes);
     Hash128 hash(const DeviceArray& array, Hash128 key);
     std::size_t max_bytes() const;
+    // The device memory a hasher for arrays of up to max_bytes bytes allocates (the
+    // harness counts it before a --paced case allocates anything).
+    static std::size_t scratch_bytes(std::size_t max_bytes);
 
 private:
     DeviceBuffer level_a_, level_b_, result_;

@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -25,6 +27,7 @@ namespace fs = std::filesystem;
 struct Session {
     const Problem& problem;
     const MakeDeviceRun& make_run;
+    const EstimateRunMemory& run_memory;
     HarnessOptions options;
     std::string program;
     std::optional<DeviceInfo> device;
@@ -59,6 +62,54 @@ std::string params_text(const CaseSpec& spec) {
     std::string text;
     for (const auto& [k, v] : spec.params) text += (text.empty() ? "" : ", ") + k + "=" + std::to_string(v);
     return text;
+}
+
+// --- GPU memory ---------------------------------------------------------------------
+//
+// A bench case at 2^28 elements needs about 3 GiB; a laptop GPU may have 4 GiB in all. So
+// before a bench case allocates anything, the harness adds up what it will allocate and
+// compares that with the free memory (labkit/memory_fit.hpp): a case that does not fit is
+// skipped with a sentence (--bench) or refused with one (--paced), never left to fail with
+// out-of-memory halfway.
+
+// Everything `spec` allocates, from its description alone: the inputs the harness makes,
+// what the lab's estimate says its DeviceRun makes, and the harness's own buffers (the
+// output hasher with --paced, the copy baseline's two buffers with --bench's baselines).
+CaseMemory case_memory(const Session& s, const CaseSpec& spec, bool hashing, bool copy_baseline) {
+    CaseMemory memory;
+    for (const InputSpec& in : s.problem.inputs(spec))
+        memory.inputs += static_cast<std::size_t>(in.size()) * dtype_size(in.dtype);
+    if (s.run_memory) memory.run = s.run_memory(spec);
+    // The hasher is made for the largest output; all outputs together bound it from above.
+    if (hashing) memory.hasher = DeviceHasher::scratch_bytes(std::max<std::size_t>(memory.run.outputs, 1));
+    if (copy_baseline) memory.copy_baseline = copy_baseline_bytes(s.problem.bytes_moved(spec));
+    return memory;
+}
+
+// cudaMemGetInfo's free memory now, capped by CUDALAB_GPU_MEMORY_LIMIT where a test set it.
+std::size_t free_gpu_memory() {
+    std::size_t free = 0, total = 0;
+    LABKIT_CHECK(cudaMemGetInfo(&free, &total));
+    if (const char* limit = std::getenv(kGpuMemoryLimitEnv); limit && *limit)
+        free = std::min<std::size_t>(free, parse_u64(limit, kGpuMemoryLimitEnv));
+    return free;
+}
+
+Json memory_json(const CaseMemory& memory, const MemoryFit& fit) {
+    return Json{{"needed_bytes", fit.needed},          {"needed_with_margin_bytes", fit.with_margin},
+                {"free_bytes", fit.free},              {"inputs_bytes", memory.inputs},
+                {"outputs_bytes", memory.run.outputs}, {"workspace_bytes", memory.run.workspace},
+                {"library_bytes", memory.run.library}, {"hasher_bytes", memory.hasher},
+                {"copy_baseline_bytes", memory.copy_baseline}};
+}
+
+// What a student can do about a case that does not fit, after the sentence that says so.
+std::string memory_advice(const CaseMemory& memory) {
+    if (memory.run.workspace > memory.inputs + memory.run.outputs)
+        return "Most of it is the workspace your code asks for (" + bytes_text(memory.run.workspace) +
+               "): check your workspace size function.";
+    return "This is the GPU's size, not a problem with your code: close other programs that use the GPU "
+           "(nvidia-smi lists them) or run this case on a GPU with more memory.";
 }
 
 // One case on the device: its input arrays (refilled from a seed before every call), and
@@ -105,9 +156,13 @@ private:
     std::unique_ptr<DeviceRun> run_;
 };
 
-void dump_outputs(const fs::path& dir, const CaseSpec& spec, const std::vector<HostArray>& got) {
+void dump_outputs(const fs::path& dir, const CaseSpec& spec, const std::vector<HostArray>& got, int run = 1) {
     fs::create_directories(dir);
-    for (const auto& array : got) write_array(dump_path(dir.string(), spec, array.name), array);
+    for (const auto& array : got) write_array(dump_path(dir.string(), spec, array.name, run), array);
+}
+
+bool any_float(const std::vector<HostArray>& arrays) {
+    return std::any_of(arrays.begin(), arrays.end(), [](const HostArray& a) { return dtype_is_float(a.dtype); });
 }
 
 // --- correctness --------------------------------------------------------------------
@@ -123,6 +178,17 @@ int run_cases(Session& s) {
         LABKIT_CHECK(cudaDeviceSynchronize());
         const auto got = c.download_outputs();
         if (!s.options.dump_dir.empty()) dump_outputs(s.options.dump_dir, *spec, got);
+        // A float case runs a second time on the same inputs, its outputs poisoned anew:
+        // the checker compares the two bit for bit and judges the worse (an answer whose
+        // order of additions depends on timing changes from run to run).
+        if (any_float(got)) {
+            c.prepare(s.options.seed);
+            c.run().run();
+            LABKIT_CHECK_LAUNCH();
+            LABKIT_CHECK(cudaDeviceSynchronize());
+            const auto again = c.download_outputs();
+            if (!s.options.dump_dir.empty()) dump_outputs(s.options.dump_dir, *spec, again, 2);
+        }
         if (!s.options.quiet) std::printf("RAN  %-14s (%s)\n", spec->name.c_str(), params_text(*spec).c_str());
         cases.push_back(Json{{"name", spec->name}, {"params", params_json(*spec)}, {"status", "unchecked"}});
         s.json["cases"] = cases;
@@ -152,7 +218,7 @@ double gbps(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e-3) / 1e9
 // The memory roof, measured in this run: a device-to-device copy moving the same number
 // of bytes (half read, half written) as the lab's byte model says the case moves.
 Timing time_copy_baseline(Timer& timer, double bytes_moved, const TimingOptions& options) {
-    const std::size_t half = (static_cast<std::size_t>(bytes_moved / 2) + 255) / 256 * 256;
+    const std::size_t half = copy_baseline_half_bytes(bytes_moved);  // what case_memory counted
     DeviceBuffer src(half), dst(half);
     LABKIT_CHECK(cudaMemset(src.data(), 0x3C, half));
     return timer.measure([](int) {}, [&] { LABKIT_CHECK(cudaMemcpyAsync(dst.data(), src.data(), half,
@@ -169,6 +235,23 @@ int run_bench(Session& s) {
     for (const CaseSpec* spec : selected) {
         const double bytes = s.problem.bytes_moved(*spec);
         Json row{{"name", spec->name}, {"params", params_json(*spec)}, {"bytes_moved", bytes}};
+        const CaseMemory memory = case_memory(s, *spec, false, s.options.baselines);
+        const MemoryFit fit = check_memory_fit(memory.peak(), free_gpu_memory());
+        if (!fit.fits) {
+            // Skipped, and said so; the other cases still run. The entry has no timings.
+            const std::string reason = describe_memory_shortfall(fit, s.device->name);
+            std::fprintf(stderr, "%s: bench case %s skipped: it %s (%s). %s\n", s.program.c_str(),
+                         spec->name.c_str(), reason.c_str(), describe_case_memory(memory).c_str(),
+                         memory_advice(memory).c_str());
+            std::printf("%-12s skipped: not enough free GPU memory (%s needed, %s free)\n", spec->name.c_str(),
+                        bytes_text(fit.needed).c_str(), bytes_text(fit.free).c_str());
+            row["status"] = "skipped";
+            row["reason"] = reason;
+            row["memory"] = memory_json(memory, fit);
+            rows.push_back(row);
+            s.json["bench"] = rows;
+            continue;
+        }
         Timing mine, library;
         const char* library_name = nullptr;
         {
@@ -284,6 +367,17 @@ int run_paced(Session& s) {
     const CaseSpec& spec = *select(s.problem.bench_cases, s.options.bench_cases, "bench case", s.problem.name).at(0);
     ControlChannel control(s.options.control_in, s.options.control_out);
     Timer timer(*s.device);
+    // A grade times one case: one that cannot fit here is refused with a sentence before
+    // anything of it is allocated (exit 4, "can't run here"), not left to run out of memory.
+    const CaseMemory memory = case_memory(s, spec, true, false);
+    const MemoryFit fit = check_memory_fit(memory.peak(), free_gpu_memory());
+    if (!fit.fits) {
+        s.json["memory"] = memory_json(memory, fit);
+        throw NoDevice("bench case " + spec.name + " cannot be timed on this GPU: it " +
+                           describe_memory_shortfall(fit, s.device->name) + " (" + describe_case_memory(memory) +
+                           "). " + memory_advice(memory),
+                       "insufficient_memory");
+    }
     CaseOnDevice c(s, spec);
     DeviceHasher hasher(std::max<std::size_t>(c.largest_output_bytes(), 1));
     std::string names;
@@ -347,8 +441,10 @@ int write_json(const Session& s, int code) {
 
 }  // namespace
 
-int harness_main(int argc, char** argv, const Problem& problem, const MakeDeviceRun& make_run) {
-    Session s{problem, make_run, {}, argc > 0 ? fs::path(argv[0]).filename().string() : problem.name, {}, {}};
+int harness_main(int argc, char** argv, const Problem& problem, const MakeDeviceRun& make_run,
+                 const EstimateRunMemory& run_memory) {
+    Session s{problem, make_run, run_memory, {}, argc > 0 ? fs::path(argv[0]).filename().string() : problem.name,
+              {}, {}};
     try {
         s.options = parse_harness_options(std::vector<std::string>(argv + 1, argv + argc));
     } catch (const UsageError& e) {
@@ -375,12 +471,25 @@ int harness_main(int argc, char** argv, const Problem& problem, const MakeDevice
         s.json["device"] = device_json(*s.device, measure_sm_clock_mhz());
         code = s.options.paced ? run_paced(s) : s.options.bench ? run_bench(s) : run_cases(s);
     } catch (const NoDevice& e) {
-        std::fprintf(stderr,
-                     "%s: %s.\nNothing was run: this is not a failure of your code. Run it on a machine with an "
-                     "NVIDIA GPU (nvidia-smi should list one).\n",
-                     s.program.c_str(), e.what());
+        // Exit 4 whatever the reason: nothing (more) could run here, never a failure of the
+        // code under test. The JSON's "reason" says which: no_device, driver_too_old or
+        // insufficient_memory.
+        const std::string& reason = e.reason();
+        const char* advice = reason == "driver_too_old"        ? "Nothing was run: this is not a failure of your code."
+                             : reason == "insufficient_memory" ? "Nothing was timed."
+                                                               : "Nothing was run: this is not a failure of your code. "
+                                                                 "Run it on a machine with an NVIDIA GPU (nvidia-smi "
+                                                                 "should list one).";
+        std::string what = e.what();
+        if (!what.empty() && what.back() != '.') what += '.';
+        std::fprintf(stderr, "%s: %s\n%s\n", s.program.c_str(), what.c_str(), advice);
         s.json["status"] = "no_device";
+        s.json["reason"] = reason;
         s.json["message"] = e.what();
+        if (const auto* old = dynamic_cast<const DriverTooOld*>(&e)) {
+            s.json["driver_cuda_version"] = cuda_version_text(old->driver_version);
+            s.json["runtime_cuda_version"] = cuda_version_text(old->runtime_version);
+        }
         code = kExitNoDevice;
     } catch (const CudaError& e) {
         std::fprintf(stderr,

@@ -5,6 +5,8 @@
 // bench cases: on its own (--bench, with a fresh input set for every sample, against
 // the copy roof and the library baseline) or paced sample by sample by the grader
 // (--paced, docs/architecture.md). It holds no CPU reference and judges nothing.
+// Before each bench case it checks that the case fits in the GPU's free memory
+// (labkit/memory_fit.hpp) and skips, with a sentence, one that does not.
 #pragma once
 
 #include <functional>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "labkit/device.hpp"
+#include "labkit/memory_fit.hpp"
 #include "labkit/problem.hpp"
 
 namespace labkit {
@@ -39,6 +42,17 @@ public:
 using MakeDeviceRun =
     std::function<std::unique_ptr<DeviceRun>(const CaseSpec&, const std::vector<DeviceArray*>& inputs)>;
 
-int harness_main(int argc, char** argv, const Problem& problem, const MakeDeviceRun& make_run);
+// What the lab's DeviceRun will allocate for a case besides its inputs (its outputs, the
+// workspace the lab's API asks for, the library baseline's scratch), computed without
+// allocating anything. The harness adds the inputs and its own buffers to it and compares
+// the sum with the GPU's free memory before a bench case; without it only those are counted.
+using EstimateRunMemory = std::function<RunMemory(const CaseSpec&)>;
+
+int harness_main(int argc, char** argv, const Problem& problem, const MakeDeviceRun& make_run,
+                 const EstimateRunMemory& run_memory = {});
+
+// Read by the harness, for tests: when set (a number of bytes), the GPU's free memory is
+// taken to be at most this much, so that a GPU test on a large GPU can see a case skipped.
+inline constexpr const char* kGpuMemoryLimitEnv = "CUDALAB_GPU_MEMORY_LIMIT";
 
 }  // namespace labkit

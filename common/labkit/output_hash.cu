@@ -69,10 +69,21 @@ std::uint64_t chunks_for(std::uint64_t values) { return (values + kHashChunk - 1
 
 }  // namespace
 
+namespace {
+std::size_t level_a_bytes(std::size_t max_bytes) {
+    return sizeof(Hash128) * std::max<std::uint64_t>(1, chunks_for((max_bytes + 7) / 8));
+}
+std::size_t level_b_bytes(std::size_t max_bytes) {
+    return sizeof(Hash128) * std::max<std::uint64_t>(1, chunks_for(chunks_for((max_bytes + 7) / 8)));
+}
+}  // namespace
+
 DeviceHasher::DeviceHasher(std::size_t max_bytes)
-    : level_a_(sizeof(Hash128) * std::max<std::uint64_t>(1, chunks_for((max_bytes + 7) / 8))),
-      level_b_(sizeof(Hash128) * std::max<std::uint64_t>(1, chunks_for(chunks_for((max_bytes + 7) / 8)))),
-      result_(sizeof(Hash128)) {}
+    : level_a_(level_a_bytes(max_bytes)), level_b_(level_b_bytes(max_bytes)), result_(sizeof(Hash128)) {}
+
+std::size_t DeviceHasher::scratch_bytes(std::size_t max_bytes) {
+    return level_a_bytes(max_bytes) + level_b_bytes(max_bytes) + sizeof(Hash128);
+}
 
 Hash128 DeviceHasher::hash(const DeviceArray& array, Hash128 key) {
     const std::uint64_t bytes = array.bytes();

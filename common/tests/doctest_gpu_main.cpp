@@ -3,18 +3,16 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
-#include <cuda_runtime.h>
-
 #include <cstdio>
 
+#include "labkit/check.hpp"
 #include "labkit/exit_codes.hpp"
 
 int main(int argc, char** argv) {
-    int count = 0;
-    const cudaError_t err = cudaGetDeviceCount(&count);
-    if (err != cudaSuccess || count == 0) {
-        std::printf("SKIPPED: no CUDA device (%s); GPU tests need one.\n",
-                    err == cudaSuccess ? "none found" : cudaGetErrorString(err));
+    try {
+        labkit::require_device();
+    } catch (const labkit::NoDevice& e) {  // no GPU, no driver, or a driver too old: the sentence says which
+        std::printf("SKIPPED: %s; GPU tests need a usable CUDA device.\n", e.what());
         return labkit::kExitNoDevice;
     }
     doctest::Context context(argc, argv);

@@ -104,9 +104,12 @@ class GradingSession:
         result, folder = self.runner.run(self.reference, ["--case", first, "--seed", self.seed,
                                                           "--json", f"{RUN}/run.json", "--quiet"])
         if result.exit_code == Harness.NO_DEVICE:
-            raise NoDeviceError("There is no CUDA device on this machine (the reference solution "
-                                "exits with 'no device'), so the submission was built but not "
-                                "run. No grade was given; grade it on a machine with a GPU.")
+            said = (read_untrusted_json(folder / "run.json") or {}).get("message")  # the official reference's words
+            why = (f"The reference solution cannot run on this machine: {said.strip().rstrip('.')}"
+                   if isinstance(said, str) and said.strip() else
+                   "There is no CUDA device on this machine (the reference solution exits with 'no device')")
+            raise NoDeviceError(f"{why}. So the submission was built but not run. No grade was given; "
+                                "grade it on a machine with a working GPU.")
         if result.exit_code != Harness.PASSED:
             raise GraderError(f"The reference solution failed on case {first} on this machine "
                               f"({failure_reason(result)}). This is a problem with the lab or "

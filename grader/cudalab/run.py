@@ -57,8 +57,10 @@ def resolve_target(config: Config, spec: LabSpec, runner: Runner, folder: Path |
                           + (" (unchanged since its last build)" if reused else ""))
 
 
-def exit_status(result: ProcessResult, all_passed: bool) -> int:
-    if result.exit_code == Harness.NO_DEVICE:
+def exit_status(result: ProcessResult, all_passed: bool, skipped_all: bool = False) -> int:
+    """A bench run whose every case was skipped (too large for this GPU) ran nothing: like
+    "no device", it is "cannot run here" (23), never a failure."""
+    if result.exit_code == Harness.NO_DEVICE or (skipped_all and result.exit_code == Harness.PASSED):
         return int(Cli.NO_DEVICE)
     if result.exit_code == Harness.PASSED:
         return int(Harness.PASSED if all_passed else Harness.FAILED)
@@ -78,22 +80,40 @@ def _verdicts(runner: Runner, folder: Path, run_json: dict | None, seed: int, be
     return verdicts
 
 
+def _bench_row(entry: dict, verdicts: dict[str, dict]) -> tuple:
+    if entry.get("status") == "skipped":
+        return (entry.get("name"), "skipped", "-", "-", "-", "-")
+    return (entry.get("name"), (verdicts.get(entry.get("name")) or {}).get("status", "not checked"),
+            f"{entry.get('median_ms', 0):.4g}", f"{entry.get('gbps', 0):.1f}",
+            f"{100 * (entry.get('fraction_of_baseline') or 0):.0f}%", f"{100 * (entry.get('spread') or 0):.1f}%")
+
+
+def not_run_sentence(run_json: dict | None) -> str:
+    """Why a program that exited 4 ran nothing, from its own words where it gave them (a
+    driver too old for the runtime, a case too large for the GPU), else the plain case."""
+    message = (run_json or {}).get("message")
+    if isinstance(message, str) and message.strip():
+        return message.strip().rstrip(".") + ". Nothing was run: this is not a failure of your code."
+    return "No CUDA device here: the program was built but could not run."
+
+
 def _show(run_json: dict | None, verdicts: dict[str, dict], result: ProcessResult, bench: bool) -> None:
     if not bench and verdicts:
         rows = [(name, v.get("status"), v.get("message", "") if v.get("status") != "passed" else "")
                 for name, v in verdicts.items()]
         console.table("Cases (judged by the lab's checker)", ("case", "status", "first problem"), rows)
-    bench_rows = [(b.get("name"), (verdicts.get(b.get("name")) or {}).get("status", "not checked"),
-                   f"{b.get('median_ms', 0):.4g}", f"{b.get('gbps', 0):.1f}",
-                   f"{100 * (b.get('fraction_of_baseline') or 0):.0f}%", f"{100 * (b.get('spread') or 0):.1f}%")
-                  for b in (run_json or {}).get("bench", []) if isinstance(b, dict)]
+    entries = [b for b in (run_json or {}).get("bench", []) if isinstance(b, dict)]
+    bench_rows = [_bench_row(b, verdicts) for b in entries]
     if bench_rows:
         console.table("Benchmark", ("case", "checked sample", "median ms", "GB/s", "of copy", "spread"), bench_rows)
+    for entry in entries:
+        if entry.get("status") == "skipped":
+            console.warn(f"{entry.get('name')} was skipped: {entry.get('reason', 'no reason given')}")
     if result.exit_code == Harness.NO_DEVICE:
-        console.warn("No CUDA device here: the program was built but could not run.")
+        console.warn(not_run_sentence(run_json))
     elif result.status not in ("passed", "failed"):
         console.error(result.describe())
-    if result.status not in ("passed", "failed") and result.stderr.strip():
+    if result.status not in ("passed", "failed") and result.exit_code != Harness.NO_DEVICE and result.stderr.strip():
         console.text(result.stderr_head(20), stream=sys.stderr)
 
 
@@ -135,11 +155,13 @@ def main(args: argparse.Namespace, config: Config) -> int:
             console.info("Checking the outputs with the lab's checker")
             verdicts = _verdicts(runner, folder, run_json, args.seed, args.bench)
         all_passed = bool(verdicts) and all(v.get("status") == "passed" for v in verdicts.values())
+        skipped_all = args.bench and bool(run_json) and all(
+            isinstance(b, dict) and b.get("status") == "skipped" for b in run_json.get("bench") or [{}])
         if args.json:
             print(json.dumps({"schema": "cudalab.run-result/1", "lab": spec.name,
                               "target": args.target, "folder": str(args.folder) if args.folder else None,
                               "source": source, "binary": str(binary), "status": result.status,
-                              "exit_code": exit_status(result, all_passed), "wall_s": round(result.wall_s, 4),
+                              "exit_code": exit_status(result, all_passed, skipped_all), "wall_s": round(result.wall_s, 4),
                               "description": result.describe(), "stderr_head": result.stderr_head(20),
                               "isolation": runner.sandbox.isolation.to_json(), "verdicts": verdicts,
                               "run": run_json}, indent=2))
@@ -147,7 +169,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
             if not args.bench and result.stdout.strip() and not verdicts:
                 console.text(result.stdout)
             _show(run_json, verdicts, result, args.bench)
-        return exit_status(result, all_passed)
+        return exit_status(result, all_passed, skipped_all)
     finally:
         if not config.keep_temp:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -13,16 +13,30 @@
 
 namespace {
 
+// CUB's temporary storage for a sum of n floats; asking with null pointers allocates and
+// touches nothing, so the memory estimate can ask before anything exists.
+std::size_t cub_sum_bytes(std::size_t n) {
+    std::size_t bytes = 0;
+    LABKIT_CHECK(cub::DeviceReduce::Sum(nullptr, bytes, static_cast<const float*>(nullptr),
+                                        static_cast<float*>(nullptr), static_cast<std::int64_t>(n)));
+    return bytes;
+}
+
 class ReductionRun final : public labkit::DeviceRun {
 public:
     explicit ReductionRun(const std::vector<labkit::DeviceArray*>& inputs)
         : in_(*inputs.at(0)),
           sum_("sum", labkit::DType::f32, {1}),
           n_(in_.size()),
-          workspace_(reduce_sum_workspace_bytes(n_)) {
-        LABKIT_CHECK(cub::DeviceReduce::Sum(nullptr, cub_bytes_, in_.get<float>(), sum_.get<float>(),
-                                            static_cast<std::int64_t>(n_)));
-        cub_temp_ = std::make_unique<labkit::DeviceBuffer>(cub_bytes_);
+          workspace_(reduce_sum_workspace_bytes(n_)),
+          cub_bytes_(cub_sum_bytes(n_)),
+          cub_temp_(std::make_unique<labkit::DeviceBuffer>(cub_bytes_)) {}
+
+    // What the constructor allocates, before it does: the one-float sum, the workspace the
+    // student's reduce_sum_workspace_bytes asks for, CUB's temporary storage.
+    static labkit::RunMemory memory(const labkit::CaseSpec& spec) {
+        const auto n = static_cast<std::size_t>(spec.param("n"));
+        return {.outputs = sizeof(float), .workspace = reduce_sum_workspace_bytes(n), .library = cub_sum_bytes(n)};
     }
 
     void run() override { reduce_sum(in_.get<float>(), sum_.get<float>(), n_, workspace_.data()); }
@@ -47,8 +61,10 @@ private:
 }  // namespace
 
 int main(int argc, char** argv) {
-    return labkit::harness_main(argc, argv, lab_reduction::problem(),
-                                [](const labkit::CaseSpec&, const std::vector<labkit::DeviceArray*>& inputs) {
-                                    return std::make_unique<ReductionRun>(inputs);
-                                });
+    return labkit::harness_main(
+        argc, argv, lab_reduction::problem(),
+        [](const labkit::CaseSpec&, const std::vector<labkit::DeviceArray*>& inputs) {
+            return std::make_unique<ReductionRun>(inputs);
+        },
+        &ReductionRun::memory);
 }

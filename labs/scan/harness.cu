@@ -12,6 +12,15 @@
 
 namespace {
 
+// CUB's temporary storage for the scans of n elements of T (the larger of the two, as one
+// buffer serves both); asking with null pointers allocates and touches nothing.
+template <class T> std::size_t cub_scan_bytes(std::int64_t n) {
+    std::size_t a = 0, b = 0;
+    LABKIT_CHECK(cub::DeviceScan::InclusiveSum(nullptr, a, static_cast<const T*>(nullptr), static_cast<T*>(nullptr), n));
+    LABKIT_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, b, static_cast<const T*>(nullptr), static_cast<T*>(nullptr), n));
+    return std::max(a, b);
+}
+
 class ScanRun final : public labkit::DeviceRun {
 public:
     ScanRun(const labkit::CaseSpec& spec, const std::vector<labkit::DeviceArray*>& inputs)
@@ -25,16 +34,20 @@ public:
                                                                                          std::vector{n_});
         if (spec.param("exclusive")) exclusive_ = std::make_unique<labkit::DeviceArray>("exclusive" + suffix, t,
                                                                                          std::vector{n_});
-        std::size_t a = 0, b = 0;
-        if (integer_) {
-            LABKIT_CHECK(cub::DeviceScan::InclusiveSum(nullptr, a, in_.get<int>(), in_.get<int>(), count()));
-            LABKIT_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, b, in_.get<int>(), in_.get<int>(), count()));
-        } else {
-            LABKIT_CHECK(cub::DeviceScan::InclusiveSum(nullptr, a, in_.get<float>(), in_.get<float>(), count()));
-            LABKIT_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, b, in_.get<float>(), in_.get<float>(), count()));
-        }
-        cub_bytes_ = std::max(a, b);
+        cub_bytes_ = integer_ ? cub_scan_bytes<int>(count()) : cub_scan_bytes<float>(count());
         cub_temp_ = std::make_unique<labkit::DeviceBuffer>(cub_bytes_);
+    }
+
+    // What the constructor allocates, before it does: one output per scan the case asks
+    // for, the workspace the student's scan_workspace_bytes asks for, CUB's temporary storage.
+    static labkit::RunMemory memory(const labkit::CaseSpec& spec) {
+        const auto n = static_cast<std::size_t>(spec.param("n"));
+        const auto scans = static_cast<std::size_t>((spec.param("inclusive") != 0) + (spec.param("exclusive") != 0));
+        const bool integer = spec.param("integer") != 0;
+        return {.outputs = scans * n * (integer ? sizeof(int) : sizeof(float)),
+                .workspace = scan_workspace_bytes(n),
+                .library = integer ? cub_scan_bytes<int>(static_cast<std::int64_t>(n))
+                                   : cub_scan_bytes<float>(static_cast<std::int64_t>(n))};
     }
 
     void run() override {
@@ -88,8 +101,10 @@ private:
 }  // namespace
 
 int main(int argc, char** argv) {
-    return labkit::harness_main(argc, argv, lab_scan::problem(),
-                                [](const labkit::CaseSpec& spec, const std::vector<labkit::DeviceArray*>& inputs) {
-                                    return std::make_unique<ScanRun>(spec, inputs);
-                                });
+    return labkit::harness_main(
+        argc, argv, lab_scan::problem(),
+        [](const labkit::CaseSpec& spec, const std::vector<labkit::DeviceArray*>& inputs) {
+            return std::make_unique<ScanRun>(spec, inputs);
+        },
+        &ScanRun::memory);
 }

@@ -24,8 +24,13 @@ private:
 }  // namespace
 
 int main(int argc, char** argv) {
-    return labkit::harness_main(argc, argv, lab_vector_add::problem(),
-                                [](const labkit::CaseSpec&, const std::vector<labkit::DeviceArray*>& inputs) {
-                                    return std::make_unique<VectorAddRun>(inputs);
-                                });
+    return labkit::harness_main(
+        argc, argv, lab_vector_add::problem(),
+        [](const labkit::CaseSpec&, const std::vector<labkit::DeviceArray*>& inputs) {
+            return std::make_unique<VectorAddRun>(inputs);
+        },
+        // What VectorAddRun allocates besides the inputs: c, n floats.
+        [](const labkit::CaseSpec& spec) {
+            return labkit::RunMemory{.outputs = static_cast<std::size_t>(spec.param("n")) * sizeof(float)};
+        });
 }
