@@ -223,6 +223,27 @@ TEST_CASE("test_report_an_answer_that_changes_between_runs_is_judged_on_the_wors
     }
 }
 
+TEST_CASE("test_report_an_answer_that_moves_where_a_chain_could_exceed_the_bound_fails_even_when_both_runs_pass") {
+    labkit::Expected e{"sum", {1}, {33551611.6}, {197.98}, {532639.56},
+                       "a long chain rounds more (up to {near} here): combine partial sums as a tree."};
+    const auto r = labkit::worse_of_two_runs(report_of("passed", "all outputs match"),
+                                             report_of("passed", "all outputs match"), {sums(33551700.0f)},
+                                             {sums(33551680.0f)}, {e});
+    CHECK(r.status == "failed");
+    CHECK(r.changes_between_runs);
+    CHECK(r.message.find("At sum[0] the two runs differ by 20") != std::string::npos);
+    CHECK(r.message.find("such a chain can be off by up to 532639.56, beyond the 197.98 a tree of additions stays "
+                         "within, so this case fails whatever one run gives. Instead combine partial sums as a "
+                         "tree.") != std::string::npos);
+    // Where no chain could leave the bound (a small case), a small spread is only reported.
+    labkit::Expected small{"sum", {1}, {10.0}, {0.01}, {0.01}, "x: combine."};
+    const auto ok = labkit::worse_of_two_runs(report_of("passed", "all outputs match"),
+                                              report_of("passed", "all outputs match"), {sums(10.0f)},
+                                              {sums(10.000001f)}, {small});
+    CHECK(ok.status == "passed");
+    CHECK(ok.changes_between_runs);
+}
+
 TEST_CASE("test_report_second_runs_have_their_own_dump_files") {
     const labkit::CaseSpec spec{"n_1", {{"n", 1}}};
     CHECK(labkit::dump_path("d", spec, "sum").filename() == "n_1.sum.bin");
