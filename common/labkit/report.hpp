@@ -46,10 +46,11 @@ std::optional<std::uint64_t> first_bitwise_difference(const HostArray& a, const 
 
 // A case's verdict from both runs of a float case: the worse of the two reports (a
 // failure over a pass, else the first). When the two outputs differ bit for bit, the
-// verdict says the answer changes from run to run (and why that matters). Where a chain
-// of additions in timing order could go beyond the bound (`expected`'s near_miss_abs above
-// its allowed_abs: a sum large enough for atomicAdd of block sums to round more than a
-// tree), the case fails, whatever this pair of runs gave; elsewhere the spread between the
+// verdict says the answer changes from run to run (and why that matters). Where the lab
+// fixes the order of additions (`expected`'s fixed_order) and a chain in timing order
+// could go beyond the bound (near_miss_abs above allowed_abs: a sum large enough for
+// atomicAdd of block sums to round more than a tree), the case fails, whatever this pair
+// of runs gave; elsewhere the spread between the
 // runs counts against each element's bound (the next run may land that much further
 // off). Either way the verdict does not depend on which runs happened to come out well.
 CaseReport worse_of_two_runs(const CaseReport& first, const CaseReport& second,

@@ -9,7 +9,8 @@ std::vector<labkit::Expected> reference(const labkit::CaseSpec&, const std::vect
     const double exact = reduction::reference_sum(x.data(), x.size());
     const double sum_abs = reduction::reference_sum_abs(x.data(), x.size());
     return {labkit::Expected{"sum", {1}, {exact}, {reduction::reduction_error_bound(x.size(), sum_abs)},
-                             {reduction::long_chain_error_bound(x.size(), sum_abs)}, reduction::kNearMissAdvice}};
+                             {reduction::long_chain_error_bound(x.size(), sum_abs)}, reduction::kNearMissAdvice,
+                             /*fixed_order=*/true}};
 }
 
 }  // namespace lab_reduction
