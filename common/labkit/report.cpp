@@ -123,8 +123,14 @@ CaseReport worse_of_two_runs(const CaseReport& first, const CaseReport& second,
                         << " a tree of additions stays within, so this case fails whatever one run gives.";
                     if (!e->near_miss_advice.empty()) {
                         const std::string advice = e->near_miss_advice;
+                        // The advice without its last sentence (an answer that moves between
+                        // runs is no tree, so "if your code already does" does not apply).
                         const auto combine = advice.find(": combine");
-                        if (combine != std::string::npos) msg << " Instead" << advice.substr(combine + 1);
+                        const auto already = advice.find(" If your code already does");
+                        if (combine != std::string::npos)
+                            msg << " Instead" << advice.substr(combine + 1, already == std::string::npos
+                                                                                 ? std::string::npos
+                                                                                 : already - combine - 1);
                     }
                     break;
                 }

@@ -225,7 +225,8 @@ TEST_CASE("test_report_an_answer_that_changes_between_runs_is_judged_on_the_wors
 
 TEST_CASE("test_report_an_answer_that_moves_where_a_chain_could_exceed_the_bound_fails_even_when_both_runs_pass") {
     labkit::Expected e{"sum", {1}, {33551611.6}, {197.98}, {532639.56},
-                       "a long chain rounds more (up to {near} here): combine partial sums as a tree.", true};
+                       "a long chain rounds more (up to {near} here): combine partial sums as a tree. If your code "
+                       "already does, look for an element counted twice.", true};
     const auto r = labkit::worse_of_two_runs(report_of("passed", "all outputs match"),
                                              report_of("passed", "all outputs match"), {sums(33551700.0f)},
                                              {sums(33551680.0f)}, {e});
@@ -235,6 +236,7 @@ TEST_CASE("test_report_an_answer_that_moves_where_a_chain_could_exceed_the_bound
     CHECK(r.message.find("such a chain can be off by up to 532639.56, beyond the 197.98 a tree of additions stays "
                          "within, so this case fails whatever one run gives. Instead combine partial sums as a "
                          "tree.") != std::string::npos);
+    CHECK(r.message.find("If your code already does") == std::string::npos);
     // Where no chain could leave the bound (a small case), a small spread is only reported.
     labkit::Expected small{"sum", {1}, {10.0}, {0.01}, {0.01}, "x: combine."};
     const auto ok = labkit::worse_of_two_runs(report_of("passed", "all outputs match"),
