@@ -73,6 +73,14 @@ double relative(double off, double expected) {
 
 }  // namespace
 
+std::string near_miss_advice_at(const Expected& expected, std::uint64_t i) {
+    std::string advice = expected.near_miss_advice;
+    const auto hole = advice.find("{near}");
+    if (hole != std::string::npos && i < expected.near_miss_abs.size())
+        advice.replace(hole, 6, format_value(expected.near_miss_abs[static_cast<std::size_t>(i)]));
+    return advice;
+}
+
 std::string describe_index(const std::string& name, const std::vector<std::uint64_t>& shape,
                            std::uint64_t flat_index) {
     std::ostringstream s;
@@ -168,9 +176,7 @@ CompareReport compare_within_tolerance(const Expected& expected, const HostArray
         if (std::isnan(f.got) && !std::isnan(f.expected)) {
             msg << " (NaN here usually means the element was never written)";
         } else if (report.near_miss) {
-            std::string advice = expected.near_miss_advice;
-            const auto at = advice.find("{near}");
-            if (at != std::string::npos) advice.replace(at, 6, format_value(near));
+            const std::string advice = near_miss_advice_at(expected, f.index);
             msg << ": off by " << format_value(off) << " (relative " << format_value(relative(off, f.expected))
                 << "); a tree of additions stays within " << format_value(f.allowed) << " here, but " << advice;
         } else {

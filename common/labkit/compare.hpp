@@ -68,6 +68,10 @@ CompareReport compare_within_tolerance(const Expected& expected, const HostArray
 std::string describe_index(const std::string& name, const std::vector<std::uint64_t>& shape,
                            std::uint64_t flat_index);
 
+// `expected.near_miss_advice` for element i: "{near}" replaced by that element's
+// near-miss bound (left as it is where the reference gives no bounds).
+std::string near_miss_advice_at(const Expected& expected, std::uint64_t i);
+
 // Element i of an array of any dtype, as a double.
 double element_value(const HostArray& array, std::uint64_t i);
 

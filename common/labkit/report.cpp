@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <sstream>
 #include <fstream>
@@ -142,11 +143,9 @@ CaseReport worse_of_two_runs(const CaseReport& first, const CaseReport& second,
                     << format_value(off + spread) << ", more than the " << format_value(e->allowed_abs[i])
                     << " a tree of additions stays within here.";
                 if (!e->near_miss_advice.empty()) {
-                    std::string advice = e->near_miss_advice;
-                    const auto hole = advice.find("{near}");
-                    if (hole != std::string::npos && e->near_miss_abs.size() == a.size())
-                        advice.replace(hole, 6, format_value(e->near_miss_abs[i]));
-                    msg << " A " << advice.substr(advice.find("long chain"));
+                    std::string advice = near_miss_advice_at(*e, i);  // "a long chain ...": a sentence of its own here
+                    advice[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(advice[0])));
+                    msg << ' ' << advice;
                 }
                 break;
             }
