@@ -38,7 +38,7 @@ from .errors import CompileError, SubmissionError, UsageError
 from .exit_codes import Cli, Harness
 from .handin import Finding, HandIn
 from .labspec import LabSpec
-from .runner import RUN, Runner, fresh_dir, read_untrusted_json
+from .runner import RUN, Runner, fresh_dir, read_untrusted_json, why_nothing_ran
 from .sandbox import scratch_root
 
 SCHEMA = "cudalab.receipt/1"
@@ -253,9 +253,8 @@ class HandInCheck:
             args += ["--case", case]
         result, folder = runner.run(self.binary, args)
         if result.exit_code == Harness.NO_DEVICE:
-            said = (read_untrusted_json(folder / "run.json") or {}).get("message")
-            check.skip("not run: " + (said.strip().rstrip(".") if isinstance(said, str) and said.strip()
-                                      else "the program found no CUDA device"))
+            said = why_nothing_ran(read_untrusted_json(folder / "run.json"))
+            check.skip("not run: " + (said or "the program found no CUDA device"))
             return
         verdicts = runner.check(folder / "dump", self.seed, cases=cases)
         abnormal = result.status not in ("passed", "failed")

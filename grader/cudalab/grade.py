@@ -33,7 +33,7 @@ from .errors import (CompileError, CudalabError, GraderError, NoDeviceError, Not
                      SubmissionError)
 from .exit_codes import Cli, Harness
 from .labspec import LabSpec
-from .runner import RUN, Runner, fresh_dir, read_untrusted_json
+from .runner import RUN, Runner, fresh_dir, read_untrusted_json, why_nothing_ran
 from .sandbox import ProcessResult, Sandbox, run_limits, scratch_root
 from .scoring import case_points, score as compute_score, zero as zero_score
 from .timing import ChannelClosed, Pace, PacedRun, ProtocolError, RoundTimes, cross_check, drive
@@ -104,9 +104,8 @@ class GradingSession:
         result, folder = self.runner.run(self.reference, ["--case", first, "--seed", self.seed,
                                                           "--json", f"{RUN}/run.json", "--quiet"])
         if result.exit_code == Harness.NO_DEVICE:
-            said = (read_untrusted_json(folder / "run.json") or {}).get("message")  # the official reference's words
-            why = (f"The reference solution cannot run on this machine: {said.strip().rstrip('.')}"
-                   if isinstance(said, str) and said.strip() else
+            said = why_nothing_ran(read_untrusted_json(folder / "run.json"))  # the official reference's words
+            why = (f"The reference solution cannot run on this machine: {said}" if said else
                    "There is no CUDA device on this machine (the reference solution exits with 'no device')")
             raise NoDeviceError(f"{why}. So the submission was built but not run. No grade was given; "
                                 "grade it on a machine with a working GPU.")

@@ -24,7 +24,7 @@ from .config import Config
 from .errors import SubmissionError, UsageError
 from .exit_codes import Cli, Harness
 from .labspec import LabSpec
-from .runner import RUN, Runner, fresh_dir, kept_bench_samples, read_untrusted_json
+from .runner import RUN, Runner, fresh_dir, kept_bench_samples, read_untrusted_json, why_nothing_ran
 from .sandbox import ProcessResult, scratch_root
 
 
@@ -91,9 +91,9 @@ def _bench_row(entry: dict, verdicts: dict[str, dict]) -> tuple:
 def not_run_sentence(run_json: dict | None) -> str:
     """Why a program that exited 4 ran nothing, from its own words where it gave them (a
     driver too old for the runtime, a case too large for the GPU), else the plain case."""
-    message = (run_json or {}).get("message")
-    if isinstance(message, str) and message.strip():
-        return message.strip().rstrip(".") + ". Nothing was run: this is not a failure of your code."
+    said = why_nothing_ran(run_json)
+    if said:
+        return said + ". Nothing was run: this is not a failure of your code."
     return "No CUDA device here: the program was built but could not run."
 
 

@@ -85,6 +85,14 @@ def linked_libraries(binaries: Sequence[Path]) -> list[str]:
     return found
 
 
+def why_nothing_ran(run_json: dict | None) -> str | None:
+    """What a lab binary that exited 4 (ran nothing) said about why, without its final
+    period: a driver too old for the runtime, a case too large for the GPU, no device. None
+    when it said nothing usable."""
+    message = (run_json or {}).get("message")
+    return message.strip().rstrip(".") if isinstance(message, str) and message.strip() else None
+
+
 def kept_bench_samples(run_json: dict | None) -> list[tuple[str, int]]:
     """(bench case, seed) of the timed sample a --bench run kept of each case, as its run
     JSON names them; entries without a usable seed are left out."""
