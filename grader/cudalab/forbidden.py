@@ -19,6 +19,7 @@ from typing import Iterable
 
 from .handin import Finding
 from .labspec import LabSpec
+from .symbols import cuda_library_dirs
 
 
 @dataclass(frozen=True)
@@ -190,8 +191,6 @@ def shared_library_files(spec: LabSpec, search: Iterable[Path] = ()) -> list[Pat
     """The real files (links resolved) of the shared libraries a lab forbids, in the CUDA
     toolkit's and the system's library folders: a run cannot read them, so that a dlopen of
     a name the object never spelled out (built at run time) finds nothing either."""
-    from .symbols import cuda_library_dirs
-
     folders = [*map(Path, search), *cuda_library_dirs(), *map(Path, _LIBRARY_DIRS)]
     found: list[Path] = []
     for rule in spec.handin.forbidden:

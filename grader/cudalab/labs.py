@@ -1,6 +1,7 @@
 """Finding a lab by name and the binaries the official build makes for it."""
 from __future__ import annotations
 
+import argparse
 from pathlib import Path, PurePosixPath
 
 from . import labspec
@@ -51,8 +52,6 @@ MAX_SEED = 2 ** 63 - 1
 
 def seed_argument(text: str) -> int:
     """argparse type of --seed: a whole number from 0 to 2^63-1, told as such when it is not."""
-    import argparse
-
     try:
         value = int(text)
     except ValueError:
@@ -65,8 +64,6 @@ def seed_argument(text: str) -> int:
 
 def positive_int(text: str) -> int:
     """argparse type of a count (samples, warm-ups): a whole number from 1 up."""
-    import argparse
-
     try:
         value = int(text)
     except ValueError:

@@ -37,9 +37,13 @@ import posixpath
 import re
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping, Sequence
+
+from .runner import RUN
+from .sandbox import toolchain_roots
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 
@@ -960,11 +964,6 @@ def run_tools(runner, sanitizer: Path, binary: Path, cases: Sequence[str], seed:
               tools: Sequence[str] = TOOLS) -> Outcome:
     """Run `binary` (a submission's lab binary) on `cases` under each tool, side by side, in
     the runner's sandbox, and read each report. `runner` is a runner.Runner."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from .runner import RUN
-    from .sandbox import toolchain_roots
-
     args: list = ["--seed", seed, "--dump", f"{RUN}/dump", "--quiet"]
     for case in cases:
         args += ["--case", case]
