@@ -103,11 +103,12 @@ def guess_lab(config: Config, path: Path) -> str | None:
     """The lab a hand-in is for when --lab is not given: its manifest's lab, else the one
     lab whose files it holds."""
     names: set[str] = set()
-    for lab in labs.available_labs(config.root):
+    known = labs.available_labs(config.root)
+    for lab in known:
         spec = labs.load_lab(config, lab)
         hand_in = handin.read_hand_in(path, spec, config)
         manifest = _manifest_of(hand_in)
-        if manifest and manifest.get("lab") in labs.available_labs(config.root):
+        if manifest and manifest.get("lab") in known:
             return str(manifest["lab"])
         if set(spec.files) <= set(hand_in.files()):
             names.add(lab)
