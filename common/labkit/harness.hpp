@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "labkit/device.hpp"
@@ -35,6 +36,9 @@ public:
     // in --bench. nullptr when the lab has none.
     virtual const char* library_name() const { return nullptr; }
     virtual void run_library() {}
+    // Why the lab's library baseline is missing from this run when library_name() is
+    // nullptr although the lab has one (cuBLAS could not be loaded, say); empty otherwise.
+    virtual std::string library_unavailable() const { return {}; }
 };
 
 // The case's input arrays, allocated by the harness in the order of problem.inputs(spec)
