@@ -206,12 +206,15 @@ def official_tree_is_writable(config: Config) -> bool:
 
 
 def ensure_official(config: Config, spec: LabSpec,
-                    implementations: tuple[str, ...] = ("solution", "checker"),
+                    implementations: tuple[str, ...] | None = None,
                     rebuild: bool = True) -> None:
-    """Make sure the lab's official binaries exist (by default its reference solution and
-    checker), building them the first time. A configured tree is brought up to date (a
+    """Make sure the lab's official binaries exist (by default its solution, the rung
+    students are timed against when that is another, and its checker), building them the
+    first time. A configured tree is brought up to date (a
     no-op build when nothing changed); a prebuilt tree without a CMake cache, or one this
     user cannot write (a shared course install), is used as it is."""
+    if implementations is None:
+        implementations = tuple(dict.fromkeys(("solution", labs.scoring_reference(spec), "checker")))
     needed = [labs.official_binary(config, spec.name, impl) for impl in implementations]
     configured = (config.build_dir / "CMakeCache.txt").is_file()
     present = all(p.is_file() for p in needed)

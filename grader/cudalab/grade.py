@@ -91,7 +91,7 @@ class GradingSession:
     def __init__(self, config: Config, spec: LabSpec, submission: Path, seed: int, tmp: Path):
         self.config, self.spec, self.seed, self.tmp = config, spec, seed, tmp
         self.runner = Runner(config, spec, tmp)
-        self.reference = self.runner.official("solution")
+        self.reference = self.runner.official(labs.scoring_reference(spec))
         self.submission = submission
         self.device: dict = {}
         self.bench_clocks: list[float] = []

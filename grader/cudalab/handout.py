@@ -34,7 +34,8 @@ def render_handout(spec: LabSpec) -> str:
     return report.environment().get_template("handout.md.j2").render(
         lab=spec, tolerance_rule=tolerance_rule,
         library_titles={key: library.title for key, library in forbidden.LIBRARIES.items()},
-        bytes_per_case={c.name: spec.bytes_moved(c) for c in spec.bench_cases})
+        bytes_per_case={c.name: spec.bytes_moved(c) for c in spec.bench_cases},
+        reference_rung=next((r.name for r in spec.ladder if r.source == spec.scoring.reference), ""))
 
 
 def handout_path(config: Config, spec: LabSpec) -> Path:

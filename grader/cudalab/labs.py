@@ -40,6 +40,14 @@ def ladder_stems(spec: labspec.LabSpec) -> dict[str, str]:
     return stems
 
 
+def scoring_reference(spec: labspec.LabSpec) -> str:
+    """The implementation students are timed against: the solution, or the rung that
+    [scoring] reference names (a course target slower than the best rung)."""
+    if not spec.scoring.reference:
+        return "solution"
+    return ladder_stems(spec)[PurePosixPath(spec.scoring.reference).stem]
+
+
 def add_generated_file_arguments(parser, what: str) -> None:
     """The arguments of a verb that writes a file generated from a lab (`starter`, `handout`)."""
     parser.add_argument("lab", help=f"the lab whose {what} to generate")

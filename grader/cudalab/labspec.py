@@ -50,6 +50,8 @@ class Output:
 class Rung:
     name: str
     source: str
+    skip_bench_cases: tuple[str, ...] = ()  # bench cases the ladder does not run this rung on
+    skip_why: str = ""                      # the sentence the table shows for them
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class Scoring:
     timing_case: str
     full_marks_ratio: float
     zero_marks_ratio: float
+    reference: str = ""  # the [[ladder]] source students are timed against; "" is the solution
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,7 @@ class LabSpec:
     ladder: tuple[Rung, ...]
     scoring: Scoring
     handin: HandInRules = HandInRules()
+    checker_gpu: bool = False  # the trusted checker's reference asks the GPU ([checker] gpu)
     raw: dict = field(repr=False, compare=False, default_factory=dict)
 
     @property
@@ -293,8 +297,7 @@ def load(path: str | Path) -> LabSpec:
     flop_model = bench.get("flop_model", "0")
     check_model(flop_model, common, f"{where} [bench] flop_model")
 
-    ladder = tuple(Rung(_require(t, "name", str, f"{where} [[ladder]][{i}]"),
-                        _require(t, "source", str, f"{where} [[ladder]][{i}]"))
+    ladder = tuple(_rung(t, {c.name for c in bench_cases}, f"{where} [[ladder]][{i}]")
                    for i, t in enumerate(raw.get("ladder", [])))
     stems: set[str] = set()
     for i, rung in enumerate(ladder):
@@ -315,7 +318,14 @@ def load(path: str | Path) -> LabSpec:
         timing_case=_require(sc, "timing_case", str, in_scoring),
         full_marks_ratio=float(_require(sc, "full_marks_ratio", (int, float), in_scoring)),
         zero_marks_ratio=float(_require(sc, "zero_marks_ratio", (int, float), in_scoring)),
+        reference=sc.get("reference", ""),
     )
+    if not isinstance(scoring.reference, str):
+        raise LabSpecError(f"{in_scoring}: 'reference' must be the source of a [[ladder]] rung, e.g. \"ladder/tiled.cu\"")
+    if scoring.reference and scoring.reference not in {r.source for r in ladder}:
+        sources = ", ".join(r.source for r in ladder) or "none"
+        raise LabSpecError(f"{in_scoring}: reference '{scoring.reference}' is not the source of a "
+                           f"[[ladder]] rung (rungs: {sources})")
     if scoring.correctness_points < 0 or scoring.performance_points < 0:
         raise LabSpecError(f"{in_scoring}: points must not be negative")
     if scoring.timing_case not in {c.name for c in bench_cases}:
@@ -326,6 +336,10 @@ def load(path: str | Path) -> LabSpec:
         raise LabSpecError(f"{where} [scoring]: need 0 < full_marks_ratio < zero_marks_ratio")
 
     handin = _handin(raw.get("handin", {}), cases, scoring, where)
+    checker = raw.get("checker", {})
+    if not isinstance(checker, dict) or set(checker) - {"gpu"} or not isinstance(checker.get("gpu", False), bool):
+        raise LabSpecError(f"{where} [checker]: the only key is 'gpu', true or false (true when the "
+                           "trusted checker's reference asks the GPU, as the occupancy API does)")
 
     return LabSpec(
         path=path, name=name, title=_require(lab, "title", str, f"{where} [lab]"),
@@ -334,7 +348,29 @@ def load(path: str | Path) -> LabSpec:
         max_file_bytes=max_file_bytes,
         api=tuple(raw.get("api", [])), outputs=outputs, cases=cases,
         bench_cases=bench_cases, byte_model=byte_model, flop_model=flop_model,
-        baseline=bench.get("baseline", ""), ladder=ladder, scoring=scoring, handin=handin, raw=raw)
+        baseline=bench.get("baseline", ""), ladder=ladder, scoring=scoring, handin=handin,
+        checker_gpu=checker.get("gpu", False), raw=raw)
+
+
+def _rung(table, bench_names: set[str], where: str) -> Rung:
+    if not isinstance(table, dict):
+        raise LabSpecError(f"{where}: must be a table with 'name' and 'source'")
+    unknown = set(table) - {"name", "source", "skip_bench_cases", "skip_why"}
+    if unknown:
+        raise LabSpecError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}")
+    skip = table.get("skip_bench_cases", [])
+    if not isinstance(skip, list) or not all(isinstance(v, str) for v in skip):
+        raise LabSpecError(f"{where}: 'skip_bench_cases' must be a list of bench case names")
+    strangers = [v for v in skip if v not in bench_names]
+    if strangers:
+        raise LabSpecError(f"{where}: 'skip_bench_cases' names {', '.join(strangers)}, not a bench case "
+                           f"(bench cases: {', '.join(sorted(bench_names))})")
+    why = table.get("skip_why", "")
+    if not isinstance(why, str) or bool(skip) != bool(why.strip()):
+        raise LabSpecError(f"{where}: 'skip_bench_cases' and 'skip_why' go together: say in skip_why "
+                           "why the rung does not run on those bench cases")
+    return Rung(_require(table, "name", str, where), _require(table, "source", str, where),
+                tuple(skip), why.strip())
 
 
 def _smallest_cases(cases: tuple[Case, ...], count: int) -> tuple[str, ...]:

@@ -160,17 +160,20 @@ class Runner:
     def run(self, binary: Path, args: Sequence[object], *, gpu: bool = True, timeout_s: float | None = None,
             env: dict[str, str] | None = None, pass_fds: Sequence[int] = (),
             during: Callable[[], bool] | None = None, wrapper: Sequence[str] = (),
-            wrapper_toolchain: Sequence[Path] = ()) -> tuple[ProcessResult, Path]:
+            wrapper_toolchain: Sequence[Path] = (), official: bool = False) -> tuple[ProcessResult, Path]:
         """Run `binary` with `args` (inside paths: RUN/...) in a folder of its own, under
         `wrapper` when given (a tool such as compute-sanitizer, whose folders outside /usr are
-        `wrapper_toolchain`); return the result and that folder (on the host)."""
+        `wrapper_toolchain`); return the result and that folder (on the host). `official`
+        (a ladder rung, checked against the manifest) may load the libraries the lab forbids
+        submissions: its library baseline (cuBLAS) is loaded at run time."""
         folder = fresh_dir(self.scratch, "run")
         inside = f"{BIN}/{binary.name}"
         result = self.sandbox.run([*map(str, wrapper), inside, *map(str, args)],
                                   workdir=Bind(folder, RUN, writable=True),
                                   binds=[Bind(binary, inside)], limits=run_limits(self.config, timeout_s),
                                   gpu=gpu, env=env, pass_fds=pass_fds, during=during,
-                                  toolchain=tuple(self.toolchain) + tuple(wrapper_toolchain), hide=self.hidden)
+                                  toolchain=tuple(self.toolchain) + tuple(wrapper_toolchain),
+                                  hide=() if official else self.hidden)
         return result, folder
 
     def check(self, dump: Path, seed: int, *, cases: Sequence[str] = (), bench_case: str | None = None,
@@ -194,7 +197,8 @@ class Runner:
             dump = fresh_dir(self.scratch, "empty-dump")  # nothing dumped: every case is missing
         result = self.sandbox.run(argv, workdir=Bind(folder, RUN, writable=True),
                                   binds=[Bind(checker, inside), Bind(dump, DUMP)],
-                                  limits=run_limits(self.config), gpu=False, toolchain=self.toolchain)
+                                  limits=run_limits(self.config), gpu=self.spec.checker_gpu,
+                                  toolchain=self.toolchain)
         verdict = read_untrusted_json(folder / "verdict.json")
         if result.exit_code not in (Harness.PASSED, Harness.FAILED) or verdict is None:
             raise GraderError(f"The checker could not judge the outputs ({result.describe()}: "

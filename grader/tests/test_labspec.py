@@ -137,3 +137,38 @@ def test_handin_validation_errors_are_sentences(tmp_path, old, new, expected):
     with pytest.raises(labspec.LabSpecError, match=None) as err:
         load_text(tmp_path, TOY_LAB_TOML + HANDIN.replace(old, new, 1))
     assert expected in str(err.value)
+
+
+def test_ladder_skips_scoring_reference_and_checker_gpu_load(tmp_path):
+    text = TOY_LAB_TOML.replace('source = "ladder/simple.cu"\n', 'source = "ladder/simple.cu"\n'
+                                'skip_bench_cases = ["b_1000"]\nskip_why = "one thread would take minutes"\n', 1)
+    text = text.replace('zero_marks_ratio = 3.00\n', 'zero_marks_ratio = 3.00\nreference = "ladder/simple.cu"\n'
+                        '\n[checker]\ngpu = true\n')
+    spec = load_text(tmp_path, text)
+    assert spec.ladder[0].skip_bench_cases == ("b_1000",)
+    assert spec.ladder[0].skip_why == "one thread would take minutes"
+    assert spec.ladder[1].skip_bench_cases == ()
+    assert spec.scoring.reference == "ladder/simple.cu" and spec.checker_gpu
+    from cudalab import labs
+    assert labs.scoring_reference(spec) == "ladder_simple"
+    plain = load_text(tmp_path, TOY_LAB_TOML)
+    assert labs.scoring_reference(plain) == "solution" and not plain.checker_gpu
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ('source = "ladder/simple.cu"\n', 'source = "ladder/simple.cu"\nskip_bench_cases = ["b_2"]\nskip_why = "x"\n',
+     "'skip_bench_cases' names b_2, not a bench case (bench cases: b_1000)"),
+    ('source = "ladder/simple.cu"\n', 'source = "ladder/simple.cu"\nskip_bench_cases = ["b_1000"]\n',
+     "'skip_bench_cases' and 'skip_why' go together"),
+    ('source = "ladder/simple.cu"\n', 'source = "ladder/simple.cu"\nskip = ["b_1000"]\n', "unknown key skip"),
+    ('zero_marks_ratio = 3.00\n', 'zero_marks_ratio = 3.00\nreference = "ladder/other.cu"\n',
+     "reference 'ladder/other.cu' is not the source of a [[ladder]] rung (rungs: ladder/simple.cu, toy.cu)"),
+    ('zero_marks_ratio = 3.00\n', 'zero_marks_ratio = 3.00\nreference = 3\n', "'reference' must be the source of"),
+    ('zero_marks_ratio = 3.00\n', 'zero_marks_ratio = 3.00\n\n[checker]\ngpu = "yes"\n',
+     "[checker]: the only key is 'gpu', true or false"),
+])
+def test_ladder_scoring_and_checker_errors_are_sentences(tmp_path, old, new, expected):
+    assert old in TOY_LAB_TOML
+    with pytest.raises(labspec.LabSpecError) as err:
+        load_text(tmp_path, TOY_LAB_TOML.replace(old, new, 1))
+    assert expected in str(err.value)
