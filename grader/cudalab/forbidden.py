@@ -57,6 +57,15 @@ LIBRARIES: dict[str, Library] = {
     "cufft": Library("cuFFT", includes=(r"^cufft",), source=(r"\bcufft[A-Z]\w*",),
                      symbols=(r"\bcufft[A-Z]\w*",), strings=(rf"libcufft\w*{_SO}", r"^cufft[A-Z]\w+$"),
                      shared=("libcufft*.so*",)),
+    # Header-only template libraries: seen in includes, code and symbols, never as a .so.
+    "cutlass": Library("CUTLASS", includes=(r"^cutlass/", r"^cute/"),
+                       source=(r"\bcutlass\s*::", r"\bcute\s*::", r"\bnamespace\s+\w+\s*=\s*(cutlass|cute)\b"),
+                       symbols=(r"\bcutlass::", r"\bcute::"), strings=()),
+    # CUDA's own host-side occupancy calculator (cuda_occupancy.h): the formula a lab may ask
+    # students to write themselves. The runtime's cudaOccupancy* API is not part of it.
+    "occupancy_calculator": Library("CUDA's occupancy calculator (cuda_occupancy.h)",
+                                    includes=(r"^cuda_occupancy\.h$",), source=(r"\bcudaOcc[A-Z]\w*",),
+                                    symbols=(r"\bcudaOcc[A-Z]\w*",), strings=()),
 }
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 _STRING_BYTES = re.compile(rb"[\x21-\x7e]{5,}")
