@@ -108,7 +108,16 @@ CompareReport compare_within_tolerance(const Expected& expected, const HostArray
                                        const Tolerance& tolerance) {
     CompareReport report;
     report.output = expected.name;
-    const std::uint64_t n = expected.values.size();
+    const bool sampled = !expected.only.empty();
+    const std::uint64_t count = expected.values.size();  // the elements the reference gives
+    std::uint64_t n = count;                              // the elements the output must have
+    if (sampled) {
+        if (expected.only.size() != count)
+            throw std::logic_error("reference for '" + expected.name + "' gives " + std::to_string(count) +
+                                   " values for " + std::to_string(expected.only.size()) + " sampled elements");
+        n = 1;
+        for (const std::uint64_t extent : expected.shape) n *= extent;
+    }
     if (got.size() != n || got.bytes.size() != got.size() * dtype_size(got.dtype)) {
         report.passed = false;
         report.mismatches = n;
@@ -118,16 +127,21 @@ CompareReport compare_within_tolerance(const Expected& expected, const HostArray
         return report;
     }
     const bool per_element = !expected.allowed_abs.empty();
-    if (per_element && expected.allowed_abs.size() != n)
+    if (per_element && expected.allowed_abs.size() != count)
         throw std::logic_error("reference for '" + expected.name + "' gives " +
                                std::to_string(expected.allowed_abs.size()) + " bounds for " +
-                               std::to_string(n) + " values");
+                               std::to_string(count) + " values");
 
     double worst_ratio = -1.0, worst_diff = -1.0;
-    for (std::uint64_t i = 0; i < n; ++i) {
-        const double e = expected.values[static_cast<std::size_t>(i)];
+    std::uint64_t first_position = 0;  // where the first mismatch is in the reference's lists
+    for (std::uint64_t position = 0; position < count; ++position) {
+        const std::uint64_t i = sampled ? expected.only[static_cast<std::size_t>(position)] : position;
+        if (i >= n)
+            throw std::logic_error("reference for '" + expected.name + "' samples element " + std::to_string(i) +
+                                   " of " + std::to_string(n));
+        const double e = expected.values[static_cast<std::size_t>(position)];
         const double g = element_value(got, i);
-        double allowed = per_element ? expected.allowed_abs[static_cast<std::size_t>(i)]
+        double allowed = per_element ? expected.allowed_abs[static_cast<std::size_t>(position)]
                                      : tolerance.abs + tolerance.rel * std::fabs(e);
         bool ok;
         double ratio;  // error over allowance: how bad this element is
@@ -153,7 +167,10 @@ CompareReport compare_within_tolerance(const Expected& expected, const HostArray
         if (ok) continue;
         ++report.mismatches;
         const Mismatch m{i, e, g, allowed};
-        if (!report.first) report.first = m;
+        if (!report.first) {
+            report.first = m;
+            first_position = position;
+        }
         if (ratio > worst_ratio || (ratio == worst_ratio && diff > worst_diff)) {
             worst_ratio = ratio;
             worst_diff = diff;
@@ -163,26 +180,29 @@ CompareReport compare_within_tolerance(const Expected& expected, const HostArray
     report.passed = report.mismatches == 0;
 
     std::ostringstream msg;
+    const std::string checked_text = sampled ? std::to_string(count) + " sampled elements (of " +
+                                                   std::to_string(n) + ")"
+                                             : std::to_string(n) + " elements";
     if (report.passed) {
-        msg << "all " << n << " elements of " << expected.name << " match";
+        msg << "all " << checked_text << " of " << expected.name << " match";
     } else {
         const Mismatch& f = *report.first;
         const double off = std::fabs(f.got - f.expected);
-        const double near = expected.near_miss_abs.size() == n
-                                ? expected.near_miss_abs[static_cast<std::size_t>(f.index)] : 0.0;
+        const double near = expected.near_miss_abs.size() == count
+                                ? expected.near_miss_abs[static_cast<std::size_t>(first_position)] : 0.0;
         report.near_miss = std::isfinite(off) && off > f.allowed && off <= near;
         msg << describe_index(expected.name, expected.shape, f.index) << " is wrong: expected "
             << format_value(f.expected) << ", got " << format_value(f.got);
         if (std::isnan(f.got) && !std::isnan(f.expected)) {
             msg << " (NaN here usually means the element was never written)";
         } else if (report.near_miss) {
-            const std::string advice = near_miss_advice_at(expected, f.index);
+            const std::string advice = near_miss_advice_at(expected, first_position);
             msg << ": off by " << format_value(off) << " (relative " << format_value(relative(off, f.expected))
                 << "); a tree of additions stays within " << format_value(f.allowed) << " here, but " << advice;
         } else {
             msg << " (allowed difference " << format_value(f.allowed) << ")";
         }
-        msg << "; " << report.mismatches << " of " << n << " elements differ";
+        msg << "; " << report.mismatches << " of " << checked_text << " differ";
         if (report.worst && report.worst->index != f.index)
             msg << ", the worst at " << describe_index(expected.name, expected.shape, report.worst->index)
                 << " (expected " << format_value(report.worst->expected) << ", got "

@@ -34,6 +34,11 @@ struct Expected {
     // correct answer is the same on every run; false where the contract itself allows an
     // order that follows timing (a scan's decoupled look-back).
     bool fixed_order = false;
+    // When not empty, the reference computed only these elements (flat indices into
+    // `shape`, ascending), too costly to compute in full (an 8192^3 matmul's every dot
+    // product): `values`, `allowed_abs` and `near_miss_abs` hold one entry per index here,
+    // and only these are compared. Empty: every element, in order.
+    std::vector<std::uint64_t> only = {};
 };
 
 struct Mismatch {

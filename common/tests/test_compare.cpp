@@ -130,3 +130,30 @@ TEST_CASE("test_compare_describes_two_dimensional_indices") {
     CHECK(labkit::describe_index("c", {7}, 6) == "c[6]");
     CHECK(labkit::describe_index("t", {2, 3, 4}, 23) == "t[1, 2, 3]");
 }
+
+TEST_CASE("test_compare_sampled_elements_only_those_are_judged_and_named_by_their_place") {
+    // A 2 x 3 output whose reference computed elements 1 and 5 only.
+    auto got = HostArray::make<float>("c", {2, 3});
+    const std::vector<float> values{9.0f, 1.0f, 9.0f, 9.0f, 9.0f, 2.0f};
+    for (std::size_t i = 0; i < values.size(); ++i) got.as<float>()[i] = values[i];
+    Expected sampled{"c", {2, 3}, {1.0, 2.0}, {0.5, 0.5}};
+    sampled.only = {1, 5};
+    const auto pass = compare_within_tolerance(sampled, got, kExact);
+    CHECK(pass.passed);
+    CHECK(pass.checked == 2);
+    CHECK(pass.message == "all 2 sampled elements (of 6) of c match");
+
+    sampled.values = {1.0, 4.0};
+    const auto fail = compare_within_tolerance(sampled, got, kExact);
+    CHECK_FALSE(fail.passed);
+    REQUIRE(fail.first);
+    CHECK(fail.first->index == 5);
+    CHECK(fail.message.find("c[y=1, x=2] is wrong: expected 4, got 2") == 0);
+    CHECK(fail.message.find("1 of 2 sampled elements (of 6) differ") != std::string::npos);
+
+    auto short_output = HostArray::make<float>("c", {5});
+    CHECK_FALSE(compare_within_tolerance(sampled, short_output, kExact).passed);  // the whole shape is required
+
+    sampled.only = {1, 6};
+    CHECK_THROWS_AS(compare_within_tolerance(sampled, got, kExact), std::logic_error);  // outside the shape
+}
