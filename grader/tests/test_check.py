@@ -449,7 +449,7 @@ def test_sanitizer_findings_name_the_line_on_a_gpu(fixture, tmp_path):
 
 @pytest.mark.gpu
 @pytest.mark.needs_build
-@pytest.mark.parametrize("lab", ["vector_add", "reduction", "scan"])
+@pytest.mark.parametrize("lab", labs.available_labs(REPO_ROOT))
 def test_the_solution_passes_every_check_on_a_gpu(lab, tmp_path):
     """The course solution, handed in alone: the smoke run passes and compute-sanitizer is
     silent (the harness's own code included)."""
