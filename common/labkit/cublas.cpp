@@ -2,7 +2,7 @@
 
 #include <dlfcn.h>
 
-#include <stdexcept>
+#include "labkit/check.hpp"
 
 namespace labkit {
 
@@ -53,11 +53,11 @@ Cublas* Cublas::load() {
 
 const std::string& Cublas::why_unavailable() { return reason(); }
 
-void Cublas::use_pedantic_fp32() const {
-    const cublasStatus_t status = set_math_mode_(handle_, CUBLAS_PEDANTIC_MATH);
+void Cublas::use_pedantic_fp32() const { check(set_math_mode_(handle_, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode"); }
+
+void Cublas::check(cublasStatus_t status, const char* call) {
     if (status != CUBLAS_STATUS_SUCCESS)
-        throw std::runtime_error("cublasSetMathMode(CUBLAS_PEDANTIC_MATH) failed with status " +
-                                 std::to_string(static_cast<int>(status)));
+        throw CudaError(std::string(call) + " failed with cuBLAS status " + std::to_string(static_cast<int>(status)));
 }
 
 }  // namespace labkit

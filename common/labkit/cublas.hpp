@@ -24,6 +24,8 @@ public:
     // Pedantic FP32: no TF32 tensor cores, no reduced precision, so SGEMM is timed in
     // the arithmetic the lab asks students to write.
     void use_pedantic_fp32() const;
+    // Throws labkit::CudaError naming `call` when `status` is not success.
+    static void check(cublasStatus_t status, const char* call);
 
     decltype(&cublasSgeam) sgeam = nullptr;
     decltype(&cublasSgemm_v2) sgemm = nullptr;
