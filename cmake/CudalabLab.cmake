@@ -172,6 +172,8 @@ function(cudalab_add_lab lab)
 
   add_library(${lab}_reference STATIC "${dir}/reference.cpp")
   target_link_libraries(${lab}_reference PUBLIC ${lab}_problem)
+  # Host code only, but it may use the toolkit's host-side headers (cuda_occupancy.h).
+  target_include_directories(${lab}_reference SYSTEM PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
   cudalab_target_defaults(${lab}_reference STRICT)
 
   add_library(${lab}_harness OBJECT "${dir}/harness.cu")

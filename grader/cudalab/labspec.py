@@ -291,7 +291,8 @@ def load(path: str | Path) -> LabSpec:
     if clash:
         raise LabSpecError(f"{where}: names used both as a case and a bench case: {', '.join(sorted(clash))}")
 
-    common = set.intersection(*(set(c.params) for c in cases + bench_cases))
+    # The models are evaluated for bench cases only (what a timed run moves and computes).
+    common = set.intersection(*(set(c.params) for c in (bench_cases or cases)))
     byte_model = _require(bench, "byte_model", str, f"{where} [bench]")
     check_model(byte_model, common, f"{where} [bench] byte_model")
     flop_model = bench.get("flop_model", "0")
