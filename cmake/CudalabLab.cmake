@@ -195,8 +195,8 @@ function(cudalab_add_lab lab)
   set(objects $<TARGET_OBJECTS:${lab}_harness> $<TARGET_OBJECTS:${lab}_problem>
               $<TARGET_OBJECTS:labkit_cuda> $<TARGET_OBJECTS:labkit_core>)
   file(GLOB labkit_headers "${CUDALAB_ROOT}/common/labkit/*.hpp")
-  # The harness's cuBLAS baseline loader is not for submissions: their SDK leaves it out.
-  list(FILTER labkit_headers EXCLUDE REGEX "/cublas\\.hpp$")
+  # The harness's cuBLAS loader and the CPU matmul reference are not for submissions.
+  list(FILTER labkit_headers EXCLUDE REGEX "/(cublas|matmul_reference)\\.hpp$")
   cudalab_concrete_architectures(archs)
   # COMMAND_EXPAND_LISTS (for the object lists) would split a list of several architectures
   # ("75-real;80-real;...", the default preset's, or two GPUs' native ones) into several

@@ -145,7 +145,7 @@ TEST_CASE("test_occupancy_reference_by_hand_on_other_gpus") {
     // T4: 1024 threads (32 warps) and 16 blocks per SM, nothing reserved per block.
     // 256 threads of 32 registers: 32 / 8 = 4 blocks by warps (registers allow 64 / 8 = 8,
     // shared memory is unlimited at 0 bytes): 4 blocks, occupancy 4 x 8 / 32 = 1.
-    const GpuLimits& t4 = gpu_named("Tesla T4");
+    const GpuLimits t4 = gpu_named("Tesla T4");
     CHECK(reference_blocks_per_sm(t4, kernel(32), 256, 0) == 4);
     CHECK(lab_occupancy::reference_occupancy(t4, 4, 256) == 1.0);
     // One byte of dynamic shared memory takes a 256-byte unit: 65536 / 256 = 256, still 4.
@@ -158,7 +158,7 @@ TEST_CASE("test_occupancy_reference_by_hand_on_other_gpus") {
 
     // A100: 1024 threads of 64 registers: 2048 per warp, 8 warps per bank, 32 per SM: one
     // block of 32 warps, occupancy 32 / 64 = 0.5.
-    const GpuLimits& a100 = gpu_named("NVIDIA A100-SXM4-80GB");
+    const GpuLimits a100 = gpu_named("NVIDIA A100-SXM4-80GB");
     CHECK(reference_blocks_per_sm(a100, kernel(64), 1024, 0) == 1);
     CHECK(lab_occupancy::reference_occupancy(a100, 1, 1024) == 0.5);
 
@@ -167,7 +167,7 @@ TEST_CASE("test_occupancy_reference_by_hand_on_other_gpus") {
     CHECK(reference_blocks_per_sm(gpu_named("NVIDIA L4"), kernel(16), 32, 0) == 24);
 
     // RTX 3090: 1536 threads (48 warps) per SM. 512 threads of 32 registers: 48 / 16 = 3.
-    const GpuLimits& rtx3090 = gpu_named("NVIDIA GeForce RTX 3090");
+    const GpuLimits rtx3090 = gpu_named("NVIDIA GeForce RTX 3090");
     CHECK(reference_blocks_per_sm(rtx3090, kernel(32), 512, 0) == 3);
     CHECK(lab_occupancy::reference_occupancy(rtx3090, 3, 512) == 1.0);
 }
