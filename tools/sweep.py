@@ -38,7 +38,7 @@ def rewrite(text: str, name: str, value: str) -> str:
 def build(lab: str, folder: Path, official: Path) -> tuple[Path, str]:
     build_dir = folder / "build"
     cmd = ["cmake", "-S", str(ROOT / "cmake/submission"), "-B", str(build_dir), "-G", "Ninja",
-           f"-DCUDALAB_OFFICIAL_BUILD={official}", f"-DCUDALAB_LAB={lab}", f"-DCUDALAB_SUBMISSION_DIR={folder}"]
+           f"-DCUDALAB_SDK={official / 'sdk' / lab}", f"-DCUDALAB_SOURCE={folder / f'{lab}.cu'}"]
     log = subprocess.run(cmd, capture_output=True, text=True)
     if log.returncode == 0:
         log = subprocess.run(["cmake", "--build", str(build_dir)], capture_output=True, text=True)

@@ -290,8 +290,14 @@ void launch(const float* a, const float* b, float* c, int m, int n, int k) {
 //   warps of 64 x 32 instead: WarpTiling<8, 2, 4, 8, 2, 2>;
 //   a 128 x 256 block tile, 8 warps of 64 x 64, 8 x 16 per thread (one block per SM):
 //   WarpTiling<8, 2, 4, 8, 2, 4>.
-using Solution = WarpTiling<8, 4, 2, 4, 2, 2>;
-static_assert(Solution::kBlockM == 128 && Solution::kBlockN == 128 && Solution::kThreads == 256);
+// One line each, so that tools/sweep.py can time variants on a new GPU.
+constexpr int kUseBlockK = 8;
+constexpr int kUseWarpsM = 4;
+constexpr int kUseWarpsN = 2;
+constexpr int kUseLanesM = 4;
+constexpr int kUseFragsM = 2;
+constexpr int kUseFragsN = 2;
+using Solution = WarpTiling<kUseBlockK, kUseWarpsM, kUseWarpsN, kUseLanesM, kUseFragsM, kUseFragsN>;
 
 }  // namespace
 // END SOLUTION
