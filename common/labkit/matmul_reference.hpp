@@ -221,4 +221,57 @@ inline MatmulExpected matmul_reference(const float* a, const float* b, std::uint
     return out;
 }
 
+// The same for a product too large to compute in full on the checker's CPU: only the
+// elements `only` lists (flat indices into C, ascending), each a float64 dot product with
+// its bound: `c` and `bound` have one entry per listed element (labkit::Expected::only).
+// Row i's samples are the columns (i + t * n / per_row) mod n for t < per_row: every row
+// of C is sampled, and across the rows every column, so a wrong tile of A or of B, of
+// rows or of columns, is seen.
+struct SampledMatmulExpected {
+    std::vector<std::uint64_t> only;
+    std::vector<double> c;
+    std::vector<double> bound;
+};
+
+inline SampledMatmulExpected matmul_reference_sampled(const float* a, const float* b, std::uint64_t m,
+                                                      std::uint64_t n, std::uint64_t k, std::uint64_t per_row) {
+    (void)dot_error_bound(k, 0.0);
+    per_row = std::max<std::uint64_t>(1, std::min(per_row, n));
+    SampledMatmulExpected out;
+    out.only.reserve(m * per_row);
+    for (std::uint64_t i = 0; i < m; ++i) {
+        std::vector<std::uint64_t> columns(per_row);
+        for (std::uint64_t t = 0; t < per_row; ++t) columns[t] = (i + t * n / per_row) % n;
+        std::sort(columns.begin(), columns.end());
+        columns.erase(std::unique(columns.begin(), columns.end()), columns.end());
+        for (const std::uint64_t j : columns) out.only.push_back(i * n + j);
+    }
+    out.c.assign(out.only.size(), 0.0);
+    out.bound.assign(out.only.size(), 0.0);
+    struct Context {
+        const float* a;
+        const float* b;
+        std::uint64_t n, k;
+        SampledMatmulExpected* out;
+    } context{a, b, n, k, &out};
+    parallel_for_ranges(
+        out.only.size(),
+        [](std::size_t begin, std::size_t end, void* p) {
+            const auto& ctx = *static_cast<const Context*>(p);
+            for (std::size_t e = begin; e < end; ++e) {
+                const std::uint64_t i = ctx.out->only[e] / ctx.n, j = ctx.out->only[e] % ctx.n;
+                double c = 0.0, sum_abs = 0.0;
+                for (std::uint64_t q = 0; q < ctx.k; ++q) {
+                    const double x = ctx.a[i * ctx.k + q], y = ctx.b[q * ctx.n + j];
+                    c += x * y;
+                    sum_abs += std::fabs(x * y);
+                }
+                ctx.out->c[e] = c;
+                ctx.out->bound[e] = dot_error_bound(ctx.k, sum_abs);
+            }
+        },
+        &context);
+    return out;
+}
+
 }  // namespace labkit
