@@ -49,18 +49,20 @@ COLUMNS = ("rung", "duration", "regs/thread", "shared/block", "gld eff", "gst ef
 
 
 def find_ncu() -> Path | None:
-    """Nsight Compute's command line, or None where this machine has none."""
-    on_path = shutil.which(NCU)
-    if on_path:
-        return Path(on_path)
+    """Nsight Compute's own ncu (newest first), or None where this machine has none. The
+    toolkit's bin/ncu is often a script that looks for the install in /opt/nvidia, a folder
+    a sandboxed run does not see; the install's own binary brings its folder into view."""
     roots = [Path(os.environ[v]) for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
     roots += [Path(r) for r in TOOLKIT_ROOTS]
     for pattern in TOOLKIT_GLOBS:
         roots += sorted(Path(p) for p in glob.glob(pattern))
+    installs = [Path(p) for p in sorted(glob.glob(f"/opt/nvidia/nsight-compute/*/{NCU}"), reverse=True)]
     for root in roots:
-        for candidate in [root / "bin" / NCU, *sorted(root.glob(f"nsight-compute*/{NCU}"))]:
-            if candidate.is_file() and os.access(candidate, os.X_OK):
-                return candidate
+        installs += sorted(root.glob(f"nsight-compute*/{NCU}"), reverse=True)
+    on_path = shutil.which(NCU)
+    for candidate in [*installs, *([Path(on_path)] if on_path else []), *(root / "bin" / NCU for root in roots)]:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
     return None
 
 
