@@ -268,32 +268,16 @@ inline SampledMatmulExpected matmul_reference_sampled(const float* a, const floa
         [](std::size_t begin, std::size_t end, void* p) {
             const auto& ctx = *static_cast<const Context*>(p);
             for (std::size_t item = begin; item < end; ++item) {
-                if (item < ctx.rows->size()) {
-                    const float* a_row = ctx.a + (*ctx.rows)[item] * ctx.k;
-                    double* c = ctx.row_c + item * ctx.n;
-                    double* s = ctx.row_s + item * ctx.n;
-                    for (std::uint64_t q = 0; q < ctx.k; ++q) {
-                        const double x = a_row[q], ax = std::fabs(x);
-                        const float* b_row = ctx.b + q * ctx.n;
-                        for (std::uint64_t j = 0; j < ctx.n; ++j) {
-                            c[j] += x * b_row[j];
-                            s[j] += ax * std::fabs(static_cast<double>(b_row[j]));
-                        }
-                    }
-                } else {
-                    const std::uint64_t i = item - ctx.rows->size();
-                    const float* a_row = ctx.a + i * ctx.k;
-                    double* c = ctx.column_c + i * ctx.width;
-                    double* s = ctx.column_s + i * ctx.width;
-                    for (std::uint64_t q = 0; q < ctx.k; ++q) {
-                        const double x = a_row[q], ax = std::fabs(x);
-                        const float* b_q = ctx.b_columns + q * ctx.width;
-                        for (std::size_t t = 0; t < ctx.width; ++t) {
-                            c[t] += x * b_q[t];
-                            s[t] += ax * std::fabs(static_cast<double>(b_q[t]));
-                        }
-                    }
-                }
+                // Both are a row of A times a k x width block of floats stored row after row:
+                // all of B for a sampled row, B's sampled columns for every row.
+                if (item < ctx.rows->size())
+                    matmul_detail::accumulate_row(ctx.row_c + item * ctx.n, ctx.row_s + item * ctx.n,
+                                                  ctx.a + (*ctx.rows)[item] * ctx.k, ctx.b, ctx.k, ctx.n);
+                else
+                    matmul_detail::accumulate_row(ctx.column_c + (item - ctx.rows->size()) * ctx.width,
+                                                  ctx.column_s + (item - ctx.rows->size()) * ctx.width,
+                                                  ctx.a + (item - ctx.rows->size()) * ctx.k, ctx.b_columns, ctx.k,
+                                                  ctx.width);
             }
         },
         &context);
