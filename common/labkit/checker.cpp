@@ -156,6 +156,9 @@ int checker_main(int argc, char** argv, const Problem& problem, const Reference&
                            {"all_passed", all_passed}, {"cases", cases}};
         write_json_file(options.verdict_path, verdict);
         return all_passed ? kExitPassed : kExitFailed;
+    } catch (const ReferenceNeedsDevice& e) {
+        std::cerr << program << ": " << e.what() << "\n";
+        return kExitNoDevice;
     } catch (const std::exception& e) {
         std::cerr << program << ": internal error: " << e.what() << "\n";
         return kExitInternal;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "labkit/check.hpp"
+#include "labkit/checker.hpp"
 #include "probes.cuh"
 #include "problem.hpp"
 
@@ -22,10 +23,10 @@ std::vector<labkit::Expected> live_reference(const labkit::CaseSpec& spec,
     try {
         labkit::require_device();
     } catch (const labkit::NoDevice& e) {
-        throw labkit::NoDevice("case " + spec.name + " needs a GPU to be checked: its expected values come from the "
-                               "CUDA occupancy API of the GPU the checker runs on, and there is none here (" +
-                               e.what() + "). Run the checker on the machine whose GPU the lab binary ran on.",
-                               e.reason());
+        throw labkit::ReferenceNeedsDevice(
+            "case " + spec.name + " needs a GPU to be checked: its expected values come from the CUDA occupancy "
+            "API of the GPU the checker runs on, and there is none here (" + e.what() +
+            "). Run the checker on the machine whose GPU the lab binary ran on.");
     }
     const auto probe_list = probes();
     std::vector<int> max_threads;
