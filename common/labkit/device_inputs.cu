@@ -24,6 +24,19 @@ __global__ void fill_uniform_int_kernel(std::int32_t* out, std::uint64_t n, std:
         out[i] = uniform_int_at(seed, stream, i, lo, span);
 }
 
+__global__ void fill_uniform_u32_kernel(std::uint32_t* out, std::uint64_t n, std::uint64_t seed, std::uint64_t stream,
+                                        std::uint32_t lo, std::uint64_t span) {
+    const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+    for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+        out[i] = uniform_u32_at(seed, stream, i, lo, span);
+}
+
+__global__ void fill_ramp_u32_kernel(std::uint32_t* out, std::uint64_t n, std::uint32_t start, std::int64_t step) {
+    const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+    for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+        out[i] = ramp_u32_at(i, start, step);
+}
+
 unsigned fill_blocks(std::uint64_t n) {
     const std::uint64_t wanted = (n + kFillThreads - 1) / kFillThreads;
     return static_cast<unsigned>(wanted < 65536 ? (wanted ? wanted : 1) : 65536);
@@ -43,6 +56,13 @@ void fill_on_device(DeviceArray& array, const InputSpec& spec, std::uint64_t see
         fill_uniform_float_kernel<<<fill_blocks(n), kFillThreads>>>(array.get<float>(), n, seed, f.stream,
                                                                     static_cast<double>(static_cast<float>(f.lo)),
                                                                     static_cast<double>(hi) - static_cast<float>(f.lo), hi);
+    } else if (f.kind == Fill::Kind::uniform_u32) {
+        const auto lo = static_cast<std::uint32_t>(f.lo), hi = static_cast<std::uint32_t>(f.hi);
+        fill_uniform_u32_kernel<<<fill_blocks(n), kFillThreads>>>(array.get<std::uint32_t>(), n, seed, f.stream, lo,
+                                                                  static_cast<std::uint64_t>(hi) - lo + 1);
+    } else if (f.kind == Fill::Kind::ramp_u32) {
+        fill_ramp_u32_kernel<<<fill_blocks(n), kFillThreads>>>(array.get<std::uint32_t>(), n,
+                                                               static_cast<std::uint32_t>(f.lo), f.step);
     } else {
         const auto lo = static_cast<std::int32_t>(f.lo), hi = static_cast<std::int32_t>(f.hi);
         fill_uniform_int_kernel<<<fill_blocks(n), kFillThreads>>>(array.get<std::int32_t>(), n, seed, f.stream, lo,
@@ -53,6 +73,9 @@ void fill_on_device(DeviceArray& array, const InputSpec& spec, std::uint64_t see
         const std::size_t offset = static_cast<std::size_t>(index) * dtype_size(spec.dtype);
         if (spec.dtype == DType::f32) {
             const auto v = static_cast<float>(value);
+            LABKIT_CHECK(cudaMemcpyAsync(static_cast<char*>(array.data()) + offset, &v, sizeof v, cudaMemcpyHostToDevice));
+        } else if (spec.dtype == DType::u32) {
+            const auto v = static_cast<std::uint32_t>(value);
             LABKIT_CHECK(cudaMemcpyAsync(static_cast<char*>(array.data()) + offset, &v, sizeof v, cudaMemcpyHostToDevice));
         } else {
             const auto v = static_cast<std::int32_t>(value);

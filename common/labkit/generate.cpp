@@ -47,6 +47,32 @@ void fill_uniform_int(std::span<std::int32_t> out, std::uint64_t seed, std::uint
     }, &ctx);
 }
 
+void fill_uniform_u32(std::span<std::uint32_t> out, std::uint64_t seed, std::uint64_t stream,
+                      std::uint32_t lo, std::uint32_t hi) {
+    if (lo > hi) throw std::invalid_argument("fill_uniform_u32 needs lo <= hi");
+    struct Ctx { std::uint32_t* data; std::uint64_t seed, stream; std::uint32_t lo; std::uint64_t span; } ctx{
+        out.data(), seed, stream, lo, static_cast<std::uint64_t>(hi) - lo + 1};
+    parallel_for_ranges(out.size(), [](std::size_t b, std::size_t e, void* p) {
+        auto& c = *static_cast<Ctx*>(p);
+        for (std::size_t i = b; i < e; ++i) c.data[i] = uniform_u32_at(c.seed, c.stream, i, c.lo, c.span);
+    }, &ctx);
+}
+
+void fill_ramp_u32(std::span<std::uint32_t> out, std::uint32_t start, std::int64_t step) {
+    struct Ctx { std::uint32_t* data; std::uint32_t start; std::int64_t step; } ctx{out.data(), start, step};
+    parallel_for_ranges(out.size(), [](std::size_t b, std::size_t e, void* p) {
+        auto& c = *static_cast<Ctx*>(p);
+        for (std::size_t i = b; i < e; ++i) c.data[i] = ramp_u32_at(i, c.start, c.step);
+    }, &ctx);
+}
+
+namespace {
+
+// Whether `value` is a whole number an unsigned 32-bit element can hold.
+bool is_u32(double value) { return value >= 0.0 && value <= 4294967295.0 && value == static_cast<double>(static_cast<std::uint64_t>(value)); }
+
+}  // namespace
+
 void validate(const InputSpec& spec) {
     const auto where = [&] { return "input '" + spec.name + "': "; };
     switch (spec.fill.kind) {
@@ -58,12 +84,25 @@ void validate(const InputSpec& spec) {
             if (spec.dtype != DType::i32) throw std::invalid_argument(where() + "a uniform_int fill needs dtype i32");
             if (spec.fill.lo > spec.fill.hi) throw std::invalid_argument(where() + "uniform_int needs lo <= hi");
             break;
+        case Fill::Kind::uniform_u32:
+            if (spec.dtype != DType::u32) throw std::invalid_argument(where() + "a uniform_u32 fill needs dtype u32");
+            if (!is_u32(spec.fill.lo) || !is_u32(spec.fill.hi))
+                throw std::invalid_argument(where() + "uniform_u32 needs whole lo and hi in [0, 2^32 - 1]");
+            if (spec.fill.lo > spec.fill.hi) throw std::invalid_argument(where() + "uniform_u32 needs lo <= hi");
+            break;
+        case Fill::Kind::ramp_u32:
+            if (spec.dtype != DType::u32) throw std::invalid_argument(where() + "a ramp_u32 fill needs dtype u32");
+            if (!is_u32(spec.fill.lo)) throw std::invalid_argument(where() + "ramp_u32 needs a whole start in [0, 2^32 - 1]");
+            break;
         default: throw std::invalid_argument(where() + "unknown fill kind");
     }
-    for (const auto& [index, value] : spec.fill.fixed)
+    for (const auto& [index, value] : spec.fill.fixed) {
+        if (spec.dtype == DType::u32 && !is_u32(value))
+            throw std::invalid_argument(where() + "fixed element " + std::to_string(index) + " is not a u32 value");
         if (index >= spec.size())
             throw std::invalid_argument(where() + "fixed element " + std::to_string(index) + " is outside its " +
                                         std::to_string(spec.size()) + " elements");
+    }
 }
 
 HostArray generate_on_host(const InputSpec& spec, std::uint64_t seed) {
@@ -78,6 +117,13 @@ HostArray generate_on_host(const InputSpec& spec, std::uint64_t seed) {
         auto values = array.as<float>();
         fill_uniform(values, seed, f.stream, static_cast<float>(f.lo), static_cast<float>(f.hi));
         for (const auto& [index, value] : f.fixed) values[index] = static_cast<float>(value);
+    } else if (f.kind == Fill::Kind::uniform_u32 || f.kind == Fill::Kind::ramp_u32) {
+        auto values = array.as<std::uint32_t>();
+        if (f.kind == Fill::Kind::uniform_u32)
+            fill_uniform_u32(values, seed, f.stream, static_cast<std::uint32_t>(f.lo), static_cast<std::uint32_t>(f.hi));
+        else
+            fill_ramp_u32(values, static_cast<std::uint32_t>(f.lo), f.step);
+        for (const auto& [index, value] : f.fixed) values[index] = static_cast<std::uint32_t>(value);
     } else {
         auto values = array.as<std::int32_t>();
         fill_uniform_int(values, seed, f.stream, static_cast<std::int32_t>(f.lo), static_cast<std::int32_t>(f.hi));

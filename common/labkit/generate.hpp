@@ -64,12 +64,30 @@ LABKIT_HOST_DEVICE constexpr std::int32_t uniform_int_at(std::uint64_t seed, std
     return static_cast<std::int32_t>(lo + static_cast<std::int64_t>(random_bits(seed, stream, index) % span));
 }
 
+// Element `index` of a uniform unsigned stream in [lo, lo + span - 1] (span up to 2^32).
+LABKIT_HOST_DEVICE constexpr std::uint32_t uniform_u32_at(std::uint64_t seed, std::uint64_t stream,
+                                                          std::uint64_t index, std::uint32_t lo, std::uint64_t span) {
+    return static_cast<std::uint32_t>(lo + random_bits(seed, stream, index) % span);
+}
+
+// Element `index` of the ramp start, start + step, start + 2 * step, ... modulo 2^32.
+LABKIT_HOST_DEVICE constexpr std::uint32_t ramp_u32_at(std::uint64_t index, std::uint32_t start, std::int64_t step) {
+    return static_cast<std::uint32_t>(start + index * static_cast<std::uint64_t>(step));
+}
+
 // Uniform floats in [lo, hi).
 void fill_uniform(std::span<float> out, std::uint64_t seed, std::uint64_t stream, float lo, float hi);
 
 // Uniform integers in [lo, hi] (inclusive).
 void fill_uniform_int(std::span<std::int32_t> out, std::uint64_t seed, std::uint64_t stream,
                       std::int32_t lo, std::int32_t hi);
+
+// Uniform unsigned integers in [lo, hi] (inclusive; hi may be 2^32 - 1).
+void fill_uniform_u32(std::span<std::uint32_t> out, std::uint64_t seed, std::uint64_t stream,
+                      std::uint32_t lo, std::uint32_t hi);
+
+// out[i] = start + i * step, modulo 2^32.
+void fill_ramp_u32(std::span<std::uint32_t> out, std::uint32_t start, std::int64_t step);
 
 // Runs body(begin, end) over [0, n) in chunks on all hardware threads (one thread when
 // n is small). Deterministic whenever body writes only its own range.

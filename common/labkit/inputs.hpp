@@ -18,6 +18,8 @@ struct Fill {
     enum class Kind : std::uint32_t {
         uniform_float = 1,  // f32, uniform in [lo, hi)
         uniform_int = 2,    // i32, uniform in [lo, hi] (both ends included)
+        uniform_u32 = 3,    // u32, uniform in [lo, hi] (both ends included; hi up to 2^32 - 1)
+        ramp_u32 = 4,       // u32, element i = lo + i * step, modulo 2^32 (no randomness)
     };
     Kind kind = Kind::uniform_float;
     std::uint64_t stream = 0;  // independent streams for the arrays of one case
@@ -26,12 +28,23 @@ struct Fill {
     // Elements set to fixed values after the random fill (e.g. x[0] = 2^24, the
     // reduction lab's hard case). Kept few: they are written one by one.
     std::vector<std::pair<std::uint64_t, double>> fixed;
+    // ramp_u32 only: the difference between neighbouring elements (negative: descending).
+    std::int64_t step = 0;
 
     static Fill uniform_float(std::uint64_t stream, float lo, float hi) {
         return Fill{Kind::uniform_float, stream, lo, hi, {}};
     }
     static Fill uniform_int(std::uint64_t stream, std::int32_t lo, std::int32_t hi) {
         return Fill{Kind::uniform_int, stream, static_cast<double>(lo), static_cast<double>(hi), {}};
+    }
+    // All equal: uniform_u32(stream, c, c).
+    static Fill uniform_u32(std::uint64_t stream, std::uint32_t lo, std::uint32_t hi) {
+        return Fill{Kind::uniform_u32, stream, static_cast<double>(lo), static_cast<double>(hi), {}, 0};
+    }
+    // Ascending (step > 0), descending (step < 0), or the index ramp 0, 1, 2, ... (start 0,
+    // step 1). Wraps modulo 2^32, so a lab keeps start + (n - 1) * step in range itself.
+    static Fill ramp_u32(std::uint32_t start, std::int64_t step) {
+        return Fill{Kind::ramp_u32, 0, static_cast<double>(start), 0.0, {}, step};
     }
     Fill with_element(std::uint64_t index, double value) && {
         fixed.emplace_back(index, value);

@@ -33,6 +33,10 @@ TEST_CASE("test_device_inputs_equal_the_host_inputs_bit_for_bit") {
         check_fill_matches_host({"y", DType::f32, {n}, Fill::uniform_float(3, 0.0f, 1.0f).with_element(0, 16777216.0)},
                                 99);
         check_fill_matches_host({"z", DType::i32, {n}, Fill::uniform_int(1, -4, 4)}, 7);
+        check_fill_matches_host({"k", DType::u32, {n}, Fill::uniform_u32(4, 0, 0xFFFFFFFFu)}, 11);
+        check_fill_matches_host({"d", DType::u32, {n}, Fill::uniform_u32(5, 0, 15).with_element(0, 4294967295.0)}, 11);
+        check_fill_matches_host({"r", DType::u32, {n}, Fill::ramp_u32(0, 1)}, 11);
+        check_fill_matches_host({"s", DType::u32, {n}, Fill::ramp_u32(static_cast<std::uint32_t>(3 * (n - 1) + 7), -3)}, 11);
     }
     // Ranges whose rounding reaches hi are pulled back below it on both sides alike.
     check_fill_matches_host({"w", DType::f32, {1 << 20}, Fill::uniform_float(2, 1.0f, 1.0000001f)}, 5);
