@@ -202,6 +202,7 @@ CompareReport compare_within_tolerance(const Expected& expected, const HostArray
         } else {
             msg << " (allowed difference " << format_value(f.allowed) << ")";
         }
+        if (expected.explain) msg << ": " << expected.explain(got, f.index);
         msg << "; " << report.mismatches << " of " << checked_text << " differ";
         if (report.worst && report.worst->index != f.index)
             msg << ", the worst at " << describe_index(expected.name, expected.shape, report.worst->index)

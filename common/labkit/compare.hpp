@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +40,11 @@ struct Expected {
     // product): `values`, `allowed_abs` and `near_miss_abs` hold one entry per index here,
     // and only these are compared. Empty: every element, in order.
     std::vector<std::uint64_t> only = {};
+    // When set, called with the output and the flat index of its first mismatch: a clause
+    // the lab adds to the message, saying what the mismatch means there (where a sort's
+    // order or its stability first breaks, say). The reference's own knowledge of the
+    // inputs goes in its captures.
+    std::function<std::string(const HostArray& got, std::uint64_t index)> explain = {};
 };
 
 struct Mismatch {
