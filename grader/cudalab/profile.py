@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .runner import RUN, Runner
 from .sandbox import toolchain_roots
-from .sanitizer import TOOLKIT_GLOBS, TOOLKIT_ROOTS
+from .sanitizer import toolkit_roots
 
 NCU = "ncu"
 RANGE = "cudalab:code-under-test"  # labkit/harness.cu's kCodeUnderTestRange
@@ -52,10 +52,7 @@ def find_ncu() -> Path | None:
     """Nsight Compute's own ncu (newest first), or None where this machine has none. The
     toolkit's bin/ncu is often a script that looks for the install in /opt/nvidia, a folder
     a sandboxed run does not see; the install's own binary brings its folder into view."""
-    roots = [Path(os.environ[v]) for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
-    roots += [Path(r) for r in TOOLKIT_ROOTS]
-    for pattern in TOOLKIT_GLOBS:
-        roots += sorted(Path(p) for p in glob.glob(pattern))
+    roots = list(toolkit_roots())
     installs = [Path(p) for p in sorted(glob.glob(f"/opt/nvidia/nsight-compute/*/{NCU}"), reverse=True)]
     for root in roots:
         installs += sorted(root.glob(f"nsight-compute*/{NCU}"), reverse=True)

@@ -119,7 +119,7 @@ def find_sanitizer(extra_dirs: Iterable[Path] = ()) -> Path | None:
     on_path = shutil.which(SANITIZER_NAME)
     if on_path:
         return Path(on_path)
-    for root in _toolkit_roots():
+    for root in toolkit_roots():
         for sub in _TOOLKIT_SUBDIRS:
             found = _executable_in(root / sub)
             if found is not None:
@@ -127,7 +127,9 @@ def find_sanitizer(extra_dirs: Iterable[Path] = ()) -> Path | None:
     return None
 
 
-def _toolkit_roots() -> Iterator[Path]:
+def toolkit_roots() -> Iterator[Path]:
+    """The CUDA toolkits this machine may have, in the order to look in them: $CUDA_HOME or
+    $CUDA_PATH, /usr/local/cuda, then the newest /usr/local/cuda-* first."""
     for variable in ("CUDA_HOME", "CUDA_PATH"):
         value = os.environ.get(variable)
         if value:
