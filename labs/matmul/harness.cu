@@ -61,12 +61,11 @@ public:
     void run_library() override {
         const float alpha = 1.0f, beta = 0.0f;
         labkit::Cublas& cublas = *pedantic_cublas();
-        const cublasStatus_t status =
-            cublas.sgemm(cublas.handle(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n_), static_cast<int>(m_),
-                           static_cast<int>(k_), &alpha, b_.get<float>(), static_cast<int>(n_), a_.get<float>(),
-                           static_cast<int>(k_), &beta, c_.get<float>(), static_cast<int>(n_));
-        if (status != CUBLAS_STATUS_SUCCESS)
-            throw labkit::CudaError("cublasSgemm failed with status " + std::to_string(static_cast<int>(status)));
+        labkit::Cublas::check(cublas.sgemm(cublas.handle(), CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(n_),
+                                           static_cast<int>(m_), static_cast<int>(k_), &alpha, b_.get<float>(),
+                                           static_cast<int>(n_), a_.get<float>(), static_cast<int>(k_), &beta,
+                                           c_.get<float>(), static_cast<int>(n_)),
+                              "cublasSgemm");
     }
 
 private:
