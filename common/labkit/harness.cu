@@ -221,7 +221,7 @@ int run_cases(Session& s) {
         if (any_float(got)) {
             c.prepare(s.options.seed);
             shuffle_block_order();
-            c.run().run();
+            run_code_under_test(c.run());
             LABKIT_CHECK_LAUNCH();
             LABKIT_CHECK(cudaDeviceSynchronize());
             const auto again = c.download_outputs();
