@@ -162,10 +162,19 @@ function(cudalab_add_lab lab)
   if(NOT status EQUAL 0)
     message(FATAL_ERROR "labs/${lab}/lab.toml: ${errors}")
   endif()
+  # The dataset images the cases name, embedded (labkit/datasets.hpp); empty for most labs.
+  execute_process(
+    COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${CUDALAB_ROOT}/grader"
+            "${Python3_EXECUTABLE}" -m cudalab.labspec emit-datasets "${dir}/lab.toml" "${gen_dir}/datasets.cpp"
+            "${CUDALAB_ROOT}/datasets"
+    RESULT_VARIABLE status OUTPUT_VARIABLE dataset_files ERROR_VARIABLE errors OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "labs/${lab}/lab.toml: ${errors}")
+  endif()
   set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
-               "${dir}/lab.toml" "${CUDALAB_ROOT}/grader/cudalab/labspec.py")
+               "${dir}/lab.toml" "${CUDALAB_ROOT}/grader/cudalab/labspec.py" ${dataset_files})
 
-  add_library(${lab}_problem STATIC "${dir}/problem.cpp")
+  add_library(${lab}_problem STATIC "${dir}/problem.cpp" "${gen_dir}/datasets.cpp")
   target_include_directories(${lab}_problem PUBLIC "$<BUILD_INTERFACE:${dir}>" "$<BUILD_INTERFACE:${gen_dir}>")
   target_link_libraries(${lab}_problem PUBLIC labkit_core)
   cudalab_target_defaults(${lab}_problem STRICT)
@@ -196,7 +205,7 @@ function(cudalab_add_lab lab)
               $<TARGET_OBJECTS:labkit_cuda> $<TARGET_OBJECTS:labkit_core>)
   file(GLOB labkit_headers "${CUDALAB_ROOT}/common/labkit/*.hpp")
   # The harness's cuBLAS loader and the CPU matmul reference are not for submissions.
-  list(FILTER labkit_headers EXCLUDE REGEX "/(cublas|matmul_reference)\\.hpp$")
+  list(FILTER labkit_headers EXCLUDE REGEX "/(cublas|npp|matmul_reference)\\.hpp$")
   cudalab_concrete_architectures(archs)
   # COMMAND_EXPAND_LISTS (for the object lists) would split a list of several architectures
   # ("75-real;80-real;...", the default preset's, or two GPUs' native ones) into several

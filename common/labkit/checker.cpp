@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -76,6 +77,40 @@ bool second_run_dumped(const Problem& problem, const CaseSpec& spec, const std::
     });
 }
 
+// Images larger than this many pixels are not written by --images (a bench case's 16384^2).
+constexpr std::uint64_t kMaxImagePixels = std::uint64_t(1) << 24;
+
+bool is_image(DType dtype, const std::vector<std::uint64_t>& shape) {
+    return dtype == DType::u8 && shape.size() == 2 && shape[0] * shape[1] <= kMaxImagePixels;
+}
+
+// A binary 8-bit PGM (P5): the format any image viewer and the grader's PNG conversion read.
+void write_pgm(const fs::path& path, const std::vector<std::uint64_t>& shape, const std::uint8_t* pixels) {
+    std::ofstream file(path, std::ios::binary);
+    file << "P5\n" << shape[1] << " " << shape[0] << "\n255\n";
+    file.write(reinterpret_cast<const char*>(pixels), static_cast<std::streamsize>(shape[0] * shape[1]));
+    if (!file) throw std::runtime_error("cannot write " + path.string());
+}
+
+// --images: the case's 2-D 8-bit inputs, expected outputs and dumped outputs as PGMs.
+void write_case_images(const Problem& problem, const CaseSpec& spec, const std::vector<HostArray>& inputs,
+                       const std::vector<Expected>& expected, const std::vector<HostArray>& got,
+                       const std::string& images_dir) {
+    const fs::path dir = fs::path(images_dir) / spec.name;
+    fs::create_directories(dir);
+    for (const auto& in : inputs)
+        if (is_image(in.dtype, in.shape)) write_pgm(dir / (in.name + ".pgm"), in.shape, in.as<std::uint8_t>().data());
+    for (const auto& e : expected) {
+        if (!is_image(problem.output(e.name).dtype, e.shape) || !e.only.empty()) continue;
+        std::vector<std::uint8_t> pixels(e.values.size());
+        for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<std::uint8_t>(e.values[i]);
+        write_pgm(dir / ("expected_" + e.name + ".pgm"), e.shape, pixels.data());
+    }
+    for (const auto& g : got)
+        if (is_image(g.dtype, g.shape) && g.bytes.size() == g.shape[0] * g.shape[1])
+            write_pgm(dir / (g.name + ".pgm"), g.shape, g.as<std::uint8_t>().data());
+}
+
 CaseReport check_dumped_case(const Problem& problem, const Reference& reference, const CaseSpec& spec,
                              const CheckerOptions& options) {
     // A case with nothing dumped (the program stopped before it) is judged without
@@ -89,6 +124,7 @@ CaseReport check_dumped_case(const Problem& problem, const Reference& reference,
     const auto expected = reference(spec, inputs);
     std::vector<HostArray> got;
     if (auto unusable = read_run(problem, spec, expected, options, 1, got)) return *unusable;
+    if (!options.images_dir.empty()) write_case_images(problem, spec, inputs, expected, got, options.images_dir);
     const CaseReport first = check_case(problem, spec, expected, got);
     // A float case run twice is judged on the worse run, and an answer that changes from
     // run to run is said to (timed samples are single runs, bound to their hash).

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <tuple>
 
 namespace labkit {
 namespace {
@@ -66,6 +67,24 @@ int parse_positive_int(const std::string& text, const std::string& option, int m
     return value;
 }
 
+std::pair<unsigned, unsigned> parse_block_shape(const std::string& text, const std::string& option) {
+    const auto x = text.find('x');
+    const auto bad = [&](const std::string& why) {
+        return UsageError(option + " needs a block shape WxH (e.g. 32x8): " + why + ", got '" + text + "'");
+    };
+    if (x == std::string::npos) throw bad("width and height are separated by 'x'");
+    int w = 0, h = 0;
+    try {
+        w = parse_positive_int(text.substr(0, x), option, 1);
+        h = parse_positive_int(text.substr(x + 1), option, 1);
+    } catch (const UsageError&) {
+        throw bad("W and H are whole numbers of at least 1");
+    }
+    if (static_cast<long long>(w) * h > 1024) throw bad("a block has at most 1024 threads");
+    if ((w * h) % 32 != 0) throw bad("W * H must be a multiple of 32, whole warps");
+    return {static_cast<unsigned>(w), static_cast<unsigned>(h)};
+}
+
 HarnessOptions parse_harness_options(const std::vector<std::string>& args) {
     HarnessOptions o;
     Parser p;
@@ -86,6 +105,7 @@ HarnessOptions parse_harness_options(const std::vector<std::string>& args) {
     p.option("--json", [&](const std::string& v) { o.json_path = v; });
     p.option("--control-in", [&](const std::string& v) { o.control_in = parse_positive_int(v, "--control-in", 0); });
     p.option("--control-out", [&](const std::string& v) { o.control_out = parse_positive_int(v, "--control-out", 0); });
+    p.option("--block", [&](const std::string& v) { std::tie(o.block_x, o.block_y) = parse_block_shape(v, "--block"); });
     p.parse(args);
     if (!o.bench_cases.empty()) o.bench = true;
     if (o.bench && !o.cases.empty())
@@ -115,6 +135,7 @@ CheckerOptions parse_checker_options(const std::vector<std::string>& args) {
     p.option("--case", [&](const std::string& v) { o.cases.push_back(v); });
     p.option("--bench-case", [&](const std::string& v) { o.bench_cases.push_back(v); });
     p.option("--hash-key", [&](const std::string& v) { o.hash_key = v; });
+    p.option("--images", [&](const std::string& v) { o.images_dir = v; });
     p.option("--expect-hash", [&](const std::string& v) {
         const auto eq = v.find('=');
         if (eq == std::string::npos || eq == 0)
@@ -147,16 +168,19 @@ std::string harness_usage(const std::string& program) {
            "  --samples K        timed samples per bench case (default 30)\n"
            "  --warmup W         untimed runs before sampling (default 5)\n"
            "  --quiet            print only the summary\n"
-           "  --no-baselines     time only your code, not the copy roof and the library\n";
+           "  --no-baselines     time only your code, not the copy roof and the library\n"
+           "  --block WxH        launch with this thread-block shape (labs whose API takes one)\n";
 }
 
 std::string checker_usage(const std::string& program) {
     return "usage: " + program + " --seed S --dump DIR --verdict FILE [--case NAME]... [--bench-case NAME]...\n"
-           "       [--hash-key KEY --expect-hash OUTPUT=HASH...]\n\n"
+           "       [--hash-key KEY --expect-hash OUTPUT=HASH...] [--images DIR]\n\n"
            "Regenerates the inputs from the seed, computes the reference on the CPU and compares\n"
            "every dumped output within the lab's tolerance. Without --case it checks every\n"
            "correctness case; bench cases only when named. With --expect-hash, each dumped\n"
-           "output must also have the hash the program reported for it.\n";
+           "output must also have the hash the program reported for it. With --images, every\n"
+           "2-D 8-bit input and output (expected_<name>.pgm and the dumped <name>.pgm) of each\n"
+           "checked case is written as a PGM under DIR/<case>/.\n";
 }
 
 }  // namespace labkit

@@ -33,6 +33,10 @@ struct HarnessOptions {
     int control_in = -1;                   // --control-in FD
     int control_out = -1;                  // --control-out FD
     bool list_cases = false;               // --list-cases
+    // --block WxH: the thread-block shape the lab's API is asked to launch with (labs whose
+    // API takes one); 0 x 0 leaves the choice to the implementation.
+    unsigned block_x = 0;
+    unsigned block_y = 0;
     bool help = false;                     // --help
 };
 
@@ -46,6 +50,9 @@ struct CheckerOptions {
     // have the hashes the program reported for them when the timed sample ended.
     std::string hash_key;
     std::vector<std::pair<std::string, std::string>> expected_hashes;
+    // --images DIR: write every 2-D 8-bit input and output of each checked case (the
+    // reference's and the dumped one) as a PGM under DIR/<case>/, for people to look at.
+    std::string images_dir;
     bool help = false;
 };
 
@@ -54,6 +61,10 @@ CheckerOptions parse_checker_options(const std::vector<std::string>& args);
 
 std::string harness_usage(const std::string& program);
 std::string checker_usage(const std::string& program);
+
+// "WxH" as a thread-block shape: W, H >= 1, W * H a multiple of 32 (whole warps) and at
+// most 1024. A UsageError that says so otherwise.
+std::pair<unsigned, unsigned> parse_block_shape(const std::string& text, const std::string& option);
 
 // Strict parsers: the whole text must be the number.
 std::uint64_t parse_u64(const std::string& text, const std::string& option);

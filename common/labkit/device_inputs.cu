@@ -37,6 +37,20 @@ __global__ void fill_ramp_u32_kernel(std::uint32_t* out, std::uint64_t n, std::u
         out[i] = ramp_u32_at(i, start, step);
 }
 
+__global__ void fill_uniform_u8_kernel(std::uint8_t* out, std::uint64_t n, std::uint64_t seed, std::uint64_t stream,
+                                       std::uint32_t lo, std::uint32_t span) {
+    const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+    for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+        out[i] = uniform_u8_at(seed, stream, i, lo, span);
+}
+
+__global__ void fill_cells_u8_kernel(std::uint8_t* out, std::uint64_t n, std::uint64_t seed, std::uint64_t stream,
+                                     std::uint64_t width, std::uint32_t cell, std::uint32_t noise) {
+    const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+    for (std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+        out[i] = cells_u8_at(seed, stream, i, width, cell, noise);
+}
+
 unsigned fill_blocks(std::uint64_t n) {
     const std::uint64_t wanted = (n + kFillThreads - 1) / kFillThreads;
     return static_cast<unsigned>(wanted < 65536 ? (wanted ? wanted : 1) : 65536);
@@ -63,6 +77,17 @@ void fill_on_device(DeviceArray& array, const InputSpec& spec, std::uint64_t see
     } else if (f.kind == Fill::Kind::ramp_u32) {
         fill_ramp_u32_kernel<<<fill_blocks(n), kFillThreads>>>(array.get<std::uint32_t>(), n,
                                                                static_cast<std::uint32_t>(f.lo), f.step);
+    } else if (f.kind == Fill::Kind::uniform_u8) {
+        const auto lo = static_cast<std::uint32_t>(f.lo), hi = static_cast<std::uint32_t>(f.hi);
+        fill_uniform_u8_kernel<<<fill_blocks(n), kFillThreads>>>(array.get<std::uint8_t>(), n, seed, f.stream, lo,
+                                                                 hi - lo + 1);
+    } else if (f.kind == Fill::Kind::cells_u8) {
+        fill_cells_u8_kernel<<<fill_blocks(n), kFillThreads>>>(array.get<std::uint8_t>(), n, seed, f.stream, f.width,
+                                                               f.cell, f.noise);
+    } else if (f.kind == Fill::Kind::bytes) {
+        // A dataset image: the same pixels every time (it has no seed). Pageable memory, so
+        // the copy is synchronous; it is made once per input set, outside any timed region.
+        LABKIT_CHECK(cudaMemcpy(array.data(), f.data, n, cudaMemcpyHostToDevice));
     } else {
         const auto lo = static_cast<std::int32_t>(f.lo), hi = static_cast<std::int32_t>(f.hi);
         fill_uniform_int_kernel<<<fill_blocks(n), kFillThreads>>>(array.get<std::int32_t>(), n, seed, f.stream, lo,
@@ -73,6 +98,9 @@ void fill_on_device(DeviceArray& array, const InputSpec& spec, std::uint64_t see
         const std::size_t offset = static_cast<std::size_t>(index) * dtype_size(spec.dtype);
         if (spec.dtype == DType::f32) {
             const auto v = static_cast<float>(value);
+            LABKIT_CHECK(cudaMemcpyAsync(static_cast<char*>(array.data()) + offset, &v, sizeof v, cudaMemcpyHostToDevice));
+        } else if (spec.dtype == DType::u8) {
+            const auto v = static_cast<std::uint8_t>(value);
             LABKIT_CHECK(cudaMemcpyAsync(static_cast<char*>(array.data()) + offset, &v, sizeof v, cudaMemcpyHostToDevice));
         } else if (spec.dtype == DType::u32) {
             const auto v = static_cast<std::uint32_t>(value);

@@ -66,6 +66,24 @@ void fill_ramp_u32(std::span<std::uint32_t> out, std::uint32_t start, std::int64
     }, &ctx);
 }
 
+void fill_u8(std::span<std::uint8_t> out, std::uint64_t seed, const Fill& fill) {
+    if (fill.kind == Fill::Kind::bytes) {
+        std::copy(fill.data, fill.data + out.size(), out.begin());
+        return;
+    }
+    struct Ctx { std::uint8_t* data; std::uint64_t seed; const Fill* fill; } ctx{out.data(), seed, &fill};
+    parallel_for_ranges(out.size(), [](std::size_t b, std::size_t e, void* p) {
+        auto& c = *static_cast<Ctx*>(p);
+        const Fill& f = *c.fill;
+        if (f.kind == Fill::Kind::uniform_u8) {
+            const auto lo = static_cast<std::uint32_t>(f.lo), span = static_cast<std::uint32_t>(f.hi) - lo + 1;
+            for (std::size_t i = b; i < e; ++i) c.data[i] = uniform_u8_at(c.seed, f.stream, i, lo, span);
+        } else {
+            for (std::size_t i = b; i < e; ++i) c.data[i] = cells_u8_at(c.seed, f.stream, i, f.width, f.cell, f.noise);
+        }
+    }, &ctx);
+}
+
 namespace {
 
 // Whether `value` is a whole number an unsigned 32-bit element can hold.
@@ -94,9 +112,27 @@ void validate(const InputSpec& spec) {
             if (spec.dtype != DType::u32) throw std::invalid_argument(where() + "a ramp_u32 fill needs dtype u32");
             if (!is_u32(spec.fill.lo)) throw std::invalid_argument(where() + "ramp_u32 needs a whole start in [0, 2^32 - 1]");
             break;
+        case Fill::Kind::uniform_u8:
+            if (spec.dtype != DType::u8) throw std::invalid_argument(where() + "a uniform_u8 fill needs dtype u8");
+            if (!is_u32(spec.fill.lo) || !is_u32(spec.fill.hi) || spec.fill.lo > spec.fill.hi || spec.fill.hi > 255)
+                throw std::invalid_argument(where() + "uniform_u8 needs whole lo <= hi in [0, 255]");
+            break;
+        case Fill::Kind::cells_u8:
+            if (spec.dtype != DType::u8) throw std::invalid_argument(where() + "a cells_u8 fill needs dtype u8");
+            if (spec.shape.size() != 2 || spec.fill.width != spec.shape[1])
+                throw std::invalid_argument(where() + "cells_u8 fills a height x width image: its width must be shape[1]");
+            if (spec.fill.cell == 0 || spec.fill.noise > 255)
+                throw std::invalid_argument(where() + "cells_u8 needs a cell of 1 pixel or more and noise <= 255");
+            break;
+        case Fill::Kind::bytes:
+            if (spec.dtype != DType::u8) throw std::invalid_argument(where() + "a bytes fill needs dtype u8");
+            if (spec.fill.data == nullptr) throw std::invalid_argument(where() + "a bytes fill needs its data");
+            break;
         default: throw std::invalid_argument(where() + "unknown fill kind");
     }
     for (const auto& [index, value] : spec.fill.fixed) {
+        if (spec.dtype == DType::u8 && !(is_u32(value) && value <= 255))
+            throw std::invalid_argument(where() + "fixed element " + std::to_string(index) + " is not a u8 value");
         if (spec.dtype == DType::u32 && !is_u32(value))
             throw std::invalid_argument(where() + "fixed element " + std::to_string(index) + " is not a u32 value");
         if (index >= spec.size())
@@ -124,6 +160,10 @@ HostArray generate_on_host(const InputSpec& spec, std::uint64_t seed) {
         else
             fill_ramp_u32(values, static_cast<std::uint32_t>(f.lo), f.step);
         for (const auto& [index, value] : f.fixed) values[index] = static_cast<std::uint32_t>(value);
+    } else if (spec.dtype == DType::u8) {
+        auto values = array.as<std::uint8_t>();
+        fill_u8(values, seed, f);
+        for (const auto& [index, value] : f.fixed) values[index] = static_cast<std::uint8_t>(value);
     } else {
         auto values = array.as<std::int32_t>();
         fill_uniform_int(values, seed, f.stream, static_cast<std::int32_t>(f.lo), static_cast<std::int32_t>(f.hi));

@@ -75,6 +75,26 @@ LABKIT_HOST_DEVICE constexpr std::uint32_t ramp_u32_at(std::uint64_t index, std:
     return static_cast<std::uint32_t>(start + index * static_cast<std::uint64_t>(step));
 }
 
+// Element `index` of a uniform 8-bit stream in [lo, lo + span - 1] (span up to 256).
+LABKIT_HOST_DEVICE constexpr std::uint8_t uniform_u8_at(std::uint64_t seed, std::uint64_t stream, std::uint64_t index,
+                                                        std::uint32_t lo, std::uint32_t span) {
+    return static_cast<std::uint8_t>(lo + random_bits(seed, stream, index) % span);
+}
+
+// Pixel `index` of a synthetic gray image `width` pixels wide: flat `cell` x `cell` cells,
+// each a random gray level (so every cell border with a large enough step is an edge),
+// plus per-pixel noise uniform in [-noise, noise], clamped to [0, 255].
+LABKIT_HOST_DEVICE constexpr std::uint8_t cells_u8_at(std::uint64_t seed, std::uint64_t stream, std::uint64_t index,
+                                                      std::uint64_t width, std::uint32_t cell, std::uint32_t noise) {
+    const std::uint64_t x = index % width, y = index / width;
+    const std::uint64_t cell_key = ((y / cell) << 32) ^ (x / cell);
+    const std::int64_t base = static_cast<std::int64_t>(random_bits(seed, stream, cell_key) & 0xFF);
+    const std::int64_t jitter =
+        static_cast<std::int64_t>(random_bits(seed, stream + 1, index) % (2 * std::uint64_t(noise) + 1)) - noise;
+    const std::int64_t v = base + jitter;
+    return static_cast<std::uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
+}
+
 // Uniform floats in [lo, hi).
 void fill_uniform(std::span<float> out, std::uint64_t seed, std::uint64_t stream, float lo, float hi);
 

@@ -24,6 +24,10 @@
 namespace labkit {
 namespace {
 
+// The --block shape of this run (0 x 0: the implementation chooses), for requested_block().
+BlockShape g_requested_block{};
+
+
 namespace fs = std::filesystem;
 
 struct Session {
@@ -253,6 +257,7 @@ Json timing_json(const Timing& t) {
 
 double gbps(double bytes, double ms) { return ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0.0; }
 double tflops(double flops, double ms) { return ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0; }
+double per_second(double items, double ms) { return ms > 0 ? items / (ms * 1e-3) : 0.0; }
 
 // The memory roof, measured in this run: a device-to-device copy moving the same number
 // of bytes (half read, half written) as the lab's byte model says the case moves.
@@ -318,6 +323,11 @@ int run_bench(Session& s) {
         row["gbps"] = my_gbps;
         const double flops = s.problem.flops ? s.problem.flops(*spec) : 0.0;
         if (flops > 0) row["tflops"] = tflops(flops, mine.summary.median);
+        const double items = s.problem.items ? s.problem.items(*spec) : 0.0;
+        if (items > 0) {
+            row["items_name"] = s.problem.items_name;
+            row["items_per_s"] = per_second(items, mine.summary.median);
+        }
         std::string vs_library = "-", of_copy = "-";
         if (s.options.baselines) {
             const Timing copy = time_copy_baseline(timer, bytes, options);
@@ -333,6 +343,7 @@ int run_bench(Session& s) {
                 row["library"] = Json{{"name", library_name}, {"median_ms", library.summary.median},
                                       {"spread", library.summary.spread}, {"gbps", gbps(bytes, library.summary.median)}};
                 if (flops > 0) row["library"]["tflops"] = tflops(flops, library.summary.median);
+                if (items > 0) row["library_items_per_s"] = per_second(items, library.summary.median);
                 row["fraction_of_library"] =
                     mine.summary.median > 0 ? library.summary.median / mine.summary.median : 0.0;
                 std::snprintf(buf, sizeof buf, "%.3fx", row["fraction_of_library"].get<double>());
@@ -485,6 +496,8 @@ int write_json(const Session& s, int code) {
 
 }  // namespace
 
+BlockShape requested_block() { return g_requested_block; }
+
 int harness_main(int argc, char** argv, const Problem& problem, const MakeDeviceRun& make_run,
                  const EstimateRunMemory& run_memory) {
     Session s{problem, make_run, run_memory, {}, argc > 0 ? fs::path(argv[0]).filename().string() : problem.name,
@@ -499,6 +512,12 @@ int harness_main(int argc, char** argv, const Problem& problem, const MakeDevice
         std::cout << harness_usage(s.program);
         return kExitPassed;
     }
+    if ((s.options.block_x != 0) && !problem.takes_block) {
+        std::fprintf(stderr, "%s: --block: the %s lab's API takes no block shape; only labs whose functions take one "
+                     "(sobel) accept --block\n", s.program.c_str(), problem.name.c_str());
+        return kExitUsage;
+    }
+    g_requested_block = BlockShape{s.options.block_x, s.options.block_y};
     if (s.options.list_cases) {
         for (const auto& c : problem.cases) std::printf("case        %-14s %s\n", c.name.c_str(), params_text(c).c_str());
         for (const auto& c : problem.bench_cases)
@@ -509,6 +528,8 @@ int harness_main(int argc, char** argv, const Problem& problem, const MakeDevice
     s.json = Json{{"schema", kRunSchema}, {"lab", problem.name}, {"implementation", s.program},
                   {"seed", s.options.seed}, {"mode", s.options.paced ? "paced" : s.options.bench ? "bench" : "check"},
                   {"status", "error"}};
+    if (s.options.block_x != 0)
+        s.json["block"] = std::to_string(s.options.block_x) + "x" + std::to_string(s.options.block_y);
     int code = kExitInternal;
     try {
         s.device = query_device();

@@ -52,6 +52,14 @@ using MakeDeviceRun =
 // the sum with the GPU's free memory before a bench case; without it only those are counted.
 using EstimateRunMemory = std::function<RunMemory(const CaseSpec&)>;
 
+// The thread-block shape `--block WxH` asked for, for a lab whose API takes one (sobel):
+// 0 x 0 when none was given, and the implementation chooses its own.
+struct BlockShape {
+    unsigned x = 0;
+    unsigned y = 0;
+};
+BlockShape requested_block();
+
 int harness_main(int argc, char** argv, const Problem& problem, const MakeDeviceRun& make_run,
                  const EstimateRunMemory& run_memory = {});
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,10 @@ struct Fill {
         uniform_int = 2,    // i32, uniform in [lo, hi] (both ends included)
         uniform_u32 = 3,    // u32, uniform in [lo, hi] (both ends included; hi up to 2^32 - 1)
         ramp_u32 = 4,       // u32, element i = lo + i * step, modulo 2^32 (no randomness)
+        uniform_u8 = 5,     // u8, uniform in [lo, hi] (both ends included)
+        cells_u8 = 6,       // u8, an image of width `width`: flat cells of `cell` x `cell` pixels, each
+                            // a random gray level, plus noise uniform in [-noise, noise] per pixel
+        bytes = 7,          // u8, a copy of `data` (a dataset image built into the binary; no seed)
     };
     Kind kind = Kind::uniform_float;
     std::uint64_t stream = 0;  // independent streams for the arrays of one case
@@ -30,6 +35,12 @@ struct Fill {
     std::vector<std::pair<std::uint64_t, double>> fixed;
     // ramp_u32 only: the difference between neighbouring elements (negative: descending).
     std::int64_t step = 0;
+    // cells_u8 only: the image's width, the side of a cell and the noise's amplitude.
+    std::uint64_t width = 0;
+    std::uint32_t cell = 0;
+    std::uint32_t noise = 0;
+    // bytes only: the elements, as many as the array has (kept alive by the binary).
+    const unsigned char* data = nullptr;
 
     static Fill uniform_float(std::uint64_t stream, float lo, float hi) {
         return Fill{Kind::uniform_float, stream, lo, hi, {}};
@@ -45,6 +56,21 @@ struct Fill {
     // step 1). Wraps modulo 2^32, so a lab keeps start + (n - 1) * step in range itself.
     static Fill ramp_u32(std::uint32_t start, std::int64_t step) {
         return Fill{Kind::ramp_u32, 0, static_cast<double>(start), 0.0, {}, step};
+    }
+    static Fill uniform_u8(std::uint64_t stream, std::uint8_t lo, std::uint8_t hi) {
+        return Fill{Kind::uniform_u8, stream, static_cast<double>(lo), static_cast<double>(hi), {}, 0};
+    }
+    static Fill cells_u8(std::uint64_t stream, std::uint64_t width, std::uint32_t cell, std::uint32_t noise) {
+        Fill f{Kind::cells_u8, stream, 0.0, 255.0, {}, 0};
+        f.width = width;
+        f.cell = cell;
+        f.noise = noise;
+        return f;
+    }
+    static Fill bytes(const unsigned char* data) {
+        Fill f{Kind::bytes, 0, 0.0, 255.0, {}, 0};
+        f.data = data;
+        return f;
     }
     Fill with_element(std::uint64_t index, double value) && {
         fixed.emplace_back(index, value);
@@ -64,6 +90,9 @@ struct InputSpec {
         return n;
     }
 };
+
+// The elements of an 8-bit fill (uniform_u8, cells_u8, bytes), generated on the CPU.
+void fill_u8(std::span<std::uint8_t> out, std::uint64_t seed, const Fill& fill);
 
 // Throws std::invalid_argument when the fill does not suit the array (a float fill of an
 // integer array, lo >= hi, a fixed element out of range): a lab's mistake, said plainly.

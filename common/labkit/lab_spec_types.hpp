@@ -24,12 +24,21 @@ struct Tolerance {
 struct CaseSpec {
     std::string name;
     std::vector<std::pair<std::string, std::int64_t>> params;
+    // Text parameters: the dataset image a case is made from (image = "camera").
+    std::vector<std::pair<std::string, std::string>> texts = {};
 
     std::int64_t param(std::string_view key) const {
         for (const auto& [k, v] : params)
             if (k == key) return v;
         throw std::out_of_range("case '" + name + "' has no parameter '" + std::string(key) +
                                 "': add it to the case in lab.toml");
+    }
+
+    // The text parameter `key`, or "" when the case has none.
+    std::string text(std::string_view key) const {
+        for (const auto& [k, v] : texts)
+            if (k == key) return v;
+        return {};
     }
 };
 

@@ -26,6 +26,12 @@ struct Problem {
     // How each input array of a case is made: every element a pure function of the
     // seed, so the checker regenerates exactly what the harness generated on the GPU.
     std::function<std::vector<InputSpec>(const CaseSpec&)> inputs;
+    // How many items (pixels, keys) a bench case processes, for items per second; 0 where
+    // the lab counts none. items_name says what they are.
+    std::function<double(const CaseSpec&)> items = {};
+    std::string items_name = {};
+    // The lab's API takes a thread-block shape, which --block WxH chooses.
+    bool takes_block = false;
 
     const CaseSpec* find(const std::string& case_name) const;
     const OutputSpec& output(const std::string& output_name) const;  // throws if unknown
@@ -42,6 +48,7 @@ std::vector<HostArray> make_host_inputs(const Problem& problem, const CaseSpec& 
 // plus its input description. Used once in every labs/<lab>/problem.cpp.
 #define LABKIT_PROBLEM(inputs_fn)                                                                       \
     (::labkit::Problem{lab_spec::kLabName, lab_spec::kCases, lab_spec::kBenchCases, lab_spec::kOutputs, \
-                       lab_spec::bytes_moved, lab_spec::flops, (inputs_fn)})
+                       lab_spec::bytes_moved, lab_spec::flops, (inputs_fn), lab_spec::items,           \
+                       lab_spec::kItemsName, lab_spec::kTakesBlock})
 
 }  // namespace labkit

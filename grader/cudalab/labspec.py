@@ -20,6 +20,7 @@ except ModuleNotFoundError:  # pragma: no cover - older Pythons
     import tomli as tomllib  # type: ignore[no-redef]
 
 SCHEMA_KEYS_CASE = {"name", "why"}
+TEXT_PARAMS = {"image"}  # the case parameters that are text, not integers
 DTYPES = ("f32", "f64", "i32", "u32", "i64", "u64", "u8")
 
 
@@ -32,6 +33,9 @@ class Case:
     name: str
     params: dict[str, int]
     why: str = ""
+    # Text parameters: the real image a case is made from (image = "camera"), named in
+    # datasets/images.toml and embedded in the lab's binaries at build time.
+    texts: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,9 @@ class LabSpec:
     scoring: Scoring
     handin: HandInRules = HandInRules()
     checker_gpu: bool = False  # the trusted checker's reference asks the GPU ([checker] gpu)
+    takes_block: bool = False  # the API takes a block shape; `--block WxH` chooses it ([lab] takes_block)
+    items_model: str = "0"     # how many items (pixels, keys) a bench case processes ([bench] items_model)
+    items_name: str = ""       # what they are called, for "G<items>/s" ([bench] items_name)
     raw: dict = field(repr=False, compare=False, default_factory=dict)
 
     @property
@@ -125,6 +132,19 @@ class LabSpec:
 
     def flops(self, case: Case) -> float:
         return evaluate_model(self.flop_model, case.params)
+
+    def items(self, case: Case) -> float:
+        return evaluate_model(self.items_model, case.params)
+
+    @property
+    def dataset_images(self) -> tuple[str, ...]:
+        """The real images the cases name, in order of first use."""
+        names: list[str] = []
+        for c in self.cases + self.bench_cases:
+            image = c.texts.get("image")
+            if image and image not in names:
+                names.append(image)
+        return tuple(names)
 
 
 # --- model expressions -------------------------------------------------------------
@@ -209,8 +229,15 @@ def _case(table: dict, where: str) -> Case:
         raise LabSpecError(f"{where}: case name '{name}' may use letters, digits, '_' and '-' only "
                            "(it names files)")
     params: dict[str, int] = {}
+    texts: dict[str, str] = {}
     for key, value in table.items():
         if key in SCHEMA_KEYS_CASE:
+            continue
+        if key in TEXT_PARAMS:
+            if not isinstance(value, str) or not value or not all(ch.isalnum() or ch == "_" for ch in value):
+                raise LabSpecError(f"{where} ('{name}'): '{key}' must name a dataset image (letters, digits, '_'), "
+                                   f"got {value!r}")
+            texts[key] = value
             continue
         if isinstance(value, bool) or not isinstance(value, int):
             raise LabSpecError(f"{where} ('{name}'): parameter '{key}' must be an integer, got {value!r}")
@@ -220,7 +247,7 @@ def _case(table: dict, where: str) -> Case:
     why = table.get("why", "")
     if not isinstance(why, str):
         raise LabSpecError(f"{where} ('{name}'): 'why' must be a string")
-    return Case(name=name, params=params, why=why)
+    return Case(name=name, params=params, why=why, texts=texts)
 
 
 def _cases(tables, where: str) -> tuple[Case, ...]:
@@ -297,6 +324,15 @@ def load(path: str | Path) -> LabSpec:
     check_model(byte_model, common, f"{where} [bench] byte_model")
     flop_model = bench.get("flop_model", "0")
     check_model(flop_model, common, f"{where} [bench] flop_model")
+    items_model = bench.get("items_model", "0")
+    check_model(items_model, common, f"{where} [bench] items_model")
+    items_name = bench.get("items_name", "")
+    if not isinstance(items_name, str) or (items_model != "0") != bool(items_name):
+        raise LabSpecError(f"{where} [bench]: items_model and items_name come together (e.g. items_model = "
+                           "\"width * height\", items_name = \"pixels\")")
+    takes_block = lab.get("takes_block", False)
+    if not isinstance(takes_block, bool):
+        raise LabSpecError(f"{where} [lab]: 'takes_block' must be true or false")
 
     ladder = tuple(_rung(t, {c.name for c in bench_cases}, f"{where} [[ladder]][{i}]")
                    for i, t in enumerate(raw.get("ladder", [])))
@@ -350,7 +386,8 @@ def load(path: str | Path) -> LabSpec:
         api=tuple(raw.get("api", [])), outputs=outputs, cases=cases,
         bench_cases=bench_cases, byte_model=byte_model, flop_model=flop_model,
         baseline=bench.get("baseline", ""), ladder=ladder, scoring=scoring, handin=handin,
-        checker_gpu=checker.get("gpu", False), raw=raw)
+        checker_gpu=checker.get("gpu", False), takes_block=takes_block, items_model=items_model,
+        items_name=items_name, raw=raw)
 
 
 def _rung(table, bench_names: set[str], where: str) -> Rung:
@@ -441,7 +478,8 @@ def _cpp_cases(cases: tuple[Case, ...]) -> str:
     rows = []
     for c in cases:
         params = ", ".join(f"{{{_cpp_string(k)}, {v}LL}}" for k, v in c.params.items())
-        rows.append(f"    {{{_cpp_string(c.name)}, {{{params}}}}},")
+        texts = ", ".join(f"{{{_cpp_string(k)}, {_cpp_string(v)}}}" for k, v in c.texts.items())
+        rows.append(f"    {{{_cpp_string(c.name)}, {{{params}}}, {{{texts}}}}},")
     return "\n".join(rows)
 
 
@@ -470,6 +508,8 @@ namespace lab_spec {{
 
 inline constexpr const char* kLabName = {_cpp_string(spec.name)};
 inline constexpr const char* kLabTitle = {_cpp_string(spec.title)};
+inline constexpr bool kTakesBlock = {'true' if spec.takes_block else 'false'};
+inline constexpr const char* kItemsName = {_cpp_string(spec.items_name)};
 
 inline const std::vector<labkit::CaseSpec> kCases = {{
 {_cpp_cases(spec.cases)}
@@ -487,31 +527,118 @@ inline const std::vector<labkit::OutputSpec> kOutputs = {{
 
 {_cpp_model("flops", spec.flop_model)}
 
+{_cpp_model("items", spec.items_model)}
+
 }}  // namespace lab_spec
 """
 
 
+# --- the embedded dataset images ---------------------------------------------------
+
+def read_pgm(path: Path) -> tuple[int, int, bytes]:
+    """(width, height, pixels) of a binary 8-bit PGM (P5, maxval 255); LabSpecError otherwise."""
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise LabSpecError(f"{path}: cannot be read ({err.strerror}); datasets/make_images.py writes it") from None
+    fields: list[bytes] = []
+    pos = 0
+    while len(fields) < 4:
+        while pos < len(data) and data[pos:pos + 1].isspace():
+            pos += 1
+        if data[pos:pos + 1] == b"#":
+            while pos < len(data) and data[pos:pos + 1] != b"\n":
+                pos += 1
+            continue
+        start = pos
+        while pos < len(data) and not data[pos:pos + 1].isspace():
+            pos += 1
+        if start == pos:
+            break
+        fields.append(data[start:pos])
+    if len(fields) < 4 or fields[0] != b"P5" or not all(f.isdigit() for f in fields[1:]):
+        raise LabSpecError(f"{path}: not a binary 8-bit PGM (P5 header expected)")
+    width, height, maxval = (int(f) for f in fields[1:])
+    pixels = data[pos + 1:]
+    if maxval != 255 or width < 1 or height < 1 or len(pixels) != width * height:
+        raise LabSpecError(f"{path}: a {width}x{height} PGM needs maxval 255 and {width * height} bytes of "
+                           f"pixels, it has maxval {maxval} and {len(pixels)}")
+    return width, height, pixels
+
+
+def emit_datasets(spec: LabSpec, datasets: Path) -> str:
+    """C++ defining lab_datasets::kImages: every image the lab's cases name, embedded, after
+    checking that each case's width and height are the image's."""
+    images: dict[str, tuple[int, int, bytes]] = {}
+    for c in spec.cases + spec.bench_cases:
+        name = c.texts.get("image")
+        if not name:
+            continue
+        if name not in images:
+            images[name] = read_pgm(datasets / "images" / f"{name}.pgm")
+        width, height, _ = images[name]
+        if (c.params.get("width"), c.params.get("height")) != (width, height):
+            raise LabSpecError(f"{spec.path} case '{c.name}': image '{name}' is {width}x{height}, so the case "
+                               f"needs width = {width} and height = {height}")
+    arrays, rows = [], []
+    for index, (name, (width, height, pixels)) in enumerate(images.items()):
+        lines = []
+        for start in range(0, len(pixels), 64):
+            lines.append('    "' + "".join(f"\\{b:03o}" for b in pixels[start:start + 64]) + '"')
+        arrays.append(f"// datasets/images/{name}.pgm ({width} x {height})\n"
+                      f"const char kImage{index}[] =\n" + "\n".join(lines) + ";")
+        rows.append(f"    {{{_cpp_string(name)}, {width}, {height}, "
+                    f"reinterpret_cast<const unsigned char*>(kImage{index})}},")
+    return f"""// Generated from labs/{spec.name}/lab.toml and datasets/images by cudalab.labspec. Do not edit.
+#include "labkit/datasets.hpp"
+
+namespace lab_datasets {{
+
+namespace {{
+
+{chr(10).join(arrays)}
+
+}}  // namespace
+
+const std::vector<labkit::DatasetImage> kImages = {{
+{chr(10).join(rows)}
+}};
+
+}}  // namespace lab_datasets
+"""
+
+
+def _write_if_changed(out: Path, text: str) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.exists() or out.read_text(encoding="utf-8") != text:
+        out.write_text(text, encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`emit-header LAB_TOML OUT_HPP` writes the generated header; `api-header LAB_TOML`
-    prints the name of the lab's student API header (CMake copies it into the lab's SDK)."""
+    """`emit-header LAB_TOML OUT_HPP` writes the generated header; `emit-datasets LAB_TOML
+    OUT_CPP DATASETS_DIR` the C++ that embeds the images the cases name (and prints their
+    files, for CMake to watch); `api-header LAB_TOML` prints the name of the lab's student
+    API header (CMake copies it into the lab's SDK)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not ((len(argv) == 3 and argv[0] == "emit-header") or (len(argv) == 2 and argv[0] == "api-header")):
+    if not ((len(argv) == 3 and argv[0] == "emit-header") or (len(argv) == 2 and argv[0] == "api-header")
+            or (len(argv) == 4 and argv[0] == "emit-datasets")):
         print("usage: python3 -m cudalab.labspec emit-header LAB_TOML OUT_HPP\n"
+              "       python3 -m cudalab.labspec emit-datasets LAB_TOML OUT_CPP DATASETS_DIR\n"
               "       python3 -m cudalab.labspec api-header LAB_TOML", file=sys.stderr)
         return 2
     try:
         spec = load(argv[1])
+        if argv[0] == "api-header":
+            print(spec.api_header)
+        elif argv[0] == "emit-datasets":
+            datasets = Path(argv[3])
+            _write_if_changed(Path(argv[2]), emit_datasets(spec, datasets))
+            print(";".join(str(datasets / "images" / f"{name}.pgm") for name in spec.dataset_images))
+        else:
+            _write_if_changed(Path(argv[2]), emit_header(spec))
     except LabSpecError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if argv[0] == "api-header":
-        print(spec.api_header)
-        return 0
-    text = emit_header(spec)
-    out = Path(argv[2])
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if not out.exists() or out.read_text(encoding="utf-8") != text:
-        out.write_text(text, encoding="utf-8")
     return 0
 
 

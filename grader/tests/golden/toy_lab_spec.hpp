@@ -7,15 +7,17 @@ namespace lab_spec {
 
 inline constexpr const char* kLabName = "toy";
 inline constexpr const char* kLabTitle = "Toy lab";
+inline constexpr bool kTakesBlock = false;
+inline constexpr const char* kItemsName = "";
 
 inline const std::vector<labkit::CaseSpec> kCases = {
-    {"c_1", {{"n", 1LL}}},
-    {"c_7", {{"n", 7LL}}},
-    {"c_300", {{"n", 300LL}}},
+    {"c_1", {{"n", 1LL}}, {}},
+    {"c_7", {{"n", 7LL}}, {}},
+    {"c_300", {{"n", 300LL}}, {}},
 };
 
 inline const std::vector<labkit::CaseSpec> kBenchCases = {
-    {"b_1000", {{"n", 1000LL}}},
+    {"b_1000", {{"n", 1000LL}}, {}},
 };
 
 inline const std::vector<labkit::OutputSpec> kOutputs = {
@@ -28,6 +30,11 @@ inline double bytes_moved(const labkit::CaseSpec& c) {
 }
 
 inline double flops(const labkit::CaseSpec& c) {
+    (void)c;
+    return static_cast<double>(0);
+}
+
+inline double items(const labkit::CaseSpec& c) {
     (void)c;
     return static_cast<double>(0);
 }
