@@ -5,7 +5,13 @@ case (or those named) with the same seed and sample count; the trusted checker c
 what each timed run left behind, so a fast-but-wrong rung is shown as wrong. The table
 gives the median time, GB/s from the lab's byte model, % of the device-to-device copy
 bandwidth and the ratio to the library (CUB) measured in the same process, and the
-speedup over the previous rung.
+speedup over the previous rung; where the lab counts items (pixels, keys), their rate too.
+
+`--blocks 16x16,32x8,...` (labs whose functions take a block shape, such as sobel) runs
+one rung instead (--rung STEM; default the solution) once per block shape, checks each
+run's kept samples the same way, and prints one row per shape: per bench case the median
+time, the throughput and the checker's word, and the library's throughput measured in
+the same runs.
 """
 from __future__ import annotations
 
@@ -18,13 +24,29 @@ from pathlib import Path
 
 from . import build, console, labs, profile
 from .config import Config
-from .errors import GraderError
+from .errors import GraderError, UsageError
 from .exit_codes import Cli, Harness
 from .labspec import LabSpec
+from .run import block_argument, giga_per_s, items_name, require_takes_block
 from .runner import RUN, Runner, fresh_dir, kept_bench_samples, read_untrusted_json
 from .sandbox import scratch_root
 
 SCHEMA = "cudalab.ladder/1"
+BLOCKS_SCHEMA = "cudalab.ladder-blocks/1"
+
+
+def block_list(text: str) -> list[str]:
+    """argparse type of --blocks: block shapes WxH separated by commas, each as --block
+    takes it; a shape given twice runs once."""
+    shapes: list[str] = []
+    for part in text.split(","):
+        if part.strip():
+            shape = block_argument(part)
+            if shape not in shapes:
+                shapes.append(shape)
+    if not shapes:
+        raise argparse.ArgumentTypeError(f"{text!r} names no block shape: give WxH,WxH,..., e.g. 16x16,32x8,64x4")
+    return shapes
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,19 +61,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "lecture's table: duration, registers, shared memory, load/store/shared "
                              "efficiency, warp execution efficiency, occupancy and its limiter (on BENCH_CASE; "
                              "default: the smallest bench case)")
+    parser.add_argument("--blocks", type=block_list, metavar="WxH,WxH,...",
+                        help="labs whose functions take a block shape (sobel): run one rung once per shape "
+                             "(e.g. 16x16,32x8,64x4) and compare them; each W*H a multiple of 32, at most 1024")
+    parser.add_argument("--rung", metavar="STEM",
+                        help="with --blocks: the rung to run, by its source's stem (default: the solution)")
 
 
 def _implementation(spec: LabSpec, source: str) -> str:
     return labs.ladder_stems(spec)[Path(source).stem]
 
 
-def _run_rung(runner: Runner, binary: Path, cases: list[str], args: argparse.Namespace, seed: int) -> dict:
+def _run_rung(runner: Runner, binary: Path, cases: list[str], args: argparse.Namespace, seed: int,
+              extra: tuple[str, ...] = ()) -> dict:
     """One rung over the bench cases: its own timings, and the checker's verdict on the
-    sample it kept of each case (judged against that sample's own inputs)."""
+    sample it kept of each case (judged against that sample's own inputs). `extra` goes to
+    the rung's command line (--block WxH)."""
     if not cases:  # the rung skips every case asked for
         return {"result": None, "run": {}, "verdicts": {}}
     argv = ["--bench", "--seed", seed, "--samples", args.samples, "--warmup", args.warmup,
-            "--dump", f"{RUN}/dump", "--json", f"{RUN}/run.json"]
+            "--dump", f"{RUN}/dump", "--json", f"{RUN}/run.json", *extra]
     for case in cases:
         argv += ["--bench-case", case]
     result, folder = runner.run(binary, argv, timeout_s=runner.config.process_timeout_s * max(1, len(cases)),
@@ -88,6 +117,8 @@ def _row(rung_name: str, implementation: str, bench: dict | None, verdict: dict 
                fraction_of_library=bench.get("fraction_of_library"),
                tflops=bench.get("tflops"),
                library=bench.get("library"),
+               items_per_s=bench.get("items_per_s"), items_name=bench.get("items_name"),
+               library_items_per_s=bench.get("library_items_per_s"),
                sm_clock_mhz=bench.get("sm_clock_mhz_after"))
     if verdict is None:
         row["verdict"] = "unchecked"
@@ -101,12 +132,7 @@ def _row(rung_name: str, implementation: str, bench: dict | None, verdict: dict 
 def run_ladder(config: Config, spec: LabSpec, args: argparse.Namespace) -> dict:
     if not spec.ladder:
         raise GraderError(f"The {spec.name} lab has no [[ladder]] in its lab.toml.")
-    known = [c.name for c in spec.bench_cases]
-    cases = args.bench_case or known
-    unknown = [c for c in cases if c not in known]
-    if unknown:
-        raise GraderError(f"The {spec.name} lab has no bench case {', '.join(unknown)} "
-                          f"(bench cases: {', '.join(known)}).")
+    cases = _bench_cases(spec, args.bench_case)
     implementations = [_implementation(spec, r.source) for r in spec.ladder]
     build.ensure_official(config, spec, tuple(implementations) + ("checker",))
     seed = args.seed if args.seed is not None else secrets.randbits(63)
@@ -154,6 +180,9 @@ def run_ladder(config: Config, spec: LabSpec, args: argparse.Namespace) -> dict:
                        "gbps": statistics.median(l["gbps"] for l in libraries)}
             if all(l.get("tflops") for l in libraries):
                 library["tflops"] = statistics.median(l["tflops"] for l in libraries)
+            counted = [r["library_items_per_s"] for r in rows if isinstance(r.get("library_items_per_s"), (int, float))]
+            if counted:
+                library["items_per_s"] = statistics.median(counted)
         table_cases.append({"name": case, "bytes_moved": spec.bytes_moved(spec.case(case)),
                             "flops": spec.flops(spec.case(case)),
                             "copy_gbps": statistics.median(copies) if copies else None,
@@ -190,13 +219,18 @@ def _profile(runner: Runner, spec: LabSpec, implementations: list[str], case: st
     return {"case": case, "rows": rows}
 
 
+def _fmt(value, spec, scale=1.0):
+    return format(value * scale, spec) if isinstance(value, (int, float)) else "-"
+
+
 def _show(result: dict) -> None:
-    def fmt(value, spec, scale=1.0):
-        return format(value * scale, spec) if isinstance(value, (int, float)) else "-"
+    fmt = _fmt
     for case in result["cases"]:
         compute = bool(case.get("flops"))  # a lab with a FLOP model: TFLOP/s say more than GB/s
+        counted = items_name(case["rungs"])  # a lab that counts pixels or keys: their rate too
         rows = [(r["name"], fmt(r.get("median_ms"), ".4f"), fmt(r.get("spread"), ".1f", 100) + "%",
                  *((fmt(r.get("tflops"), ".2f"),) if compute else ()),
+                 *((giga_per_s(r.get("items_per_s")),) if counted else ()),
                  fmt(r.get("gbps"), ".1f"), fmt(r.get("fraction_of_copy"), ".1f", 100) + "%",
                  fmt(r.get("speedup_over_previous"), ".2f") + "x", fmt(r.get("fraction_of_library"), ".3f"),
                  r.get("verdict", "?") if r.get("verdict") == "passed" else f"{r.get('verdict')}: {r.get('message', '')}")
@@ -204,6 +238,8 @@ def _show(result: dict) -> None:
         lib = case.get("library") or {}
         if lib.get("name"):
             speed = f"{lib['tflops']:.1f} TFLOP/s" if compute and lib.get("tflops") else f"{lib['gbps']:.0f} GB/s"
+            if counted and lib.get("items_per_s"):
+                speed += f", {giga_per_s(lib['items_per_s'])} G{counted}/s"
             said = f"; {lib['name']} {speed}"
         elif lib.get("unavailable"):
             said = f"; no library baseline: {lib['unavailable']}"
@@ -212,7 +248,8 @@ def _show(result: dict) -> None:
         title = (f"{result['lab']} {case['name']} ({case['bytes_moved'] / 1e9:.2f} GB moved"
                  + (f", {case['flops'] / 1e12:.2f} TFLOP" if compute else "")
                  + f"; copy roof {fmt(case.get('copy_gbps'), '.0f')} GB/s{said})")
-        console.table(title, ("rung", "median ms", "spread", *(("TFLOP/s",) if compute else ()), "GB/s", "% copy",
+        console.table(title, ("rung", "median ms", "spread", *(("TFLOP/s",) if compute else ()),
+                              *((f"G{counted}/s",) if counted else ()), "GB/s", "% copy",
                               "vs previous", "vs library", "trusted check"), rows)
     prof = result.get("profile")
     if prof is not None:
@@ -223,15 +260,154 @@ def _show(result: dict) -> None:
                           profile.COLUMNS, profile.table_rows(prof["rows"]))
 
 
+# --- one rung, several block shapes (--blocks) -----------------------------------------
+
+def _bench_cases(spec: LabSpec, asked: list[str]) -> list[str]:
+    known = [c.name for c in spec.bench_cases]
+    unknown = [c for c in asked if c not in known]
+    if unknown:
+        raise GraderError(f"The {spec.name} lab has no bench case {', '.join(unknown)} "
+                          f"(bench cases: {', '.join(known)}).")
+    return asked or known
+
+
+def _chosen_rung(spec: LabSpec, stem: str | None):
+    """(what the table calls it, its implementation, its [[ladder]] entry or None)."""
+    stems = labs.ladder_stems(spec)
+    if stem is None or stem == "solution":
+        rung = next((r for r in spec.ladder if stems[Path(r.source).stem] == "solution"), None)
+        return (rung.name if rung else "the solution"), "solution", rung
+    if stem not in stems:
+        known = ", ".join(["solution", *stems]) if stems else "solution"
+        raise UsageError(f"--rung {stem}: the {spec.name} lab has no ladder rung built from {stem}.cu "
+                         f"(rungs: {known}).")
+    rung = next(r for r in spec.ladder if Path(r.source).stem == stem)
+    return rung.name, stems[stem], rung
+
+
+def run_blocks(config: Config, spec: LabSpec, args: argparse.Namespace) -> dict:
+    """One rung once per block shape over the bench cases, each run's kept samples judged
+    by the checker; the library's throughput from the same runs."""
+    cases = _bench_cases(spec, args.bench_case)
+    rung_name, implementation, rung = _chosen_rung(spec, args.rung)
+    skipped = [c for c in cases if rung and c in rung.skip_bench_cases]
+    mine = [c for c in cases if c not in skipped]
+    build.ensure_official(config, spec, (implementation, "checker"))
+    seed = args.seed if args.seed is not None else secrets.randbits(63)
+    outcomes = []
+    scratch = fresh_dir(scratch_root(config), "ladder")
+    try:
+        runner = Runner(config, spec, scratch)
+        binary = runner.official(implementation)
+        for shape in args.blocks:
+            console.info(f"{spec.name}: {rung_name} ({implementation}) with block {shape}")
+            outcomes.append(_run_rung(runner, binary, mine, args, seed, extra=("--block", shape)))
+    finally:
+        if not config.keep_temp:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return blocks_table(spec, rung_name, implementation, args.blocks, cases, outcomes,
+                        {c: rung.skip_why for c in skipped} if rung else {},
+                        seed=seed, samples=args.samples, warmup=args.warmup)
+
+
+def blocks_table(spec: LabSpec, rung_name: str, implementation: str, shapes: list[str], cases: list[str],
+                 outcomes: list[dict], skipped: dict[str, str], **settings) -> dict:
+    """The --blocks result (schema cudalab.ladder-blocks/1) from each shape's run JSON and
+    verdicts: one row per shape, one entry per bench case, and the library per case."""
+    blocks = []
+    for shape, outcome in zip(shapes, outcomes):
+        result = outcome["result"]
+        failure = ""
+        if result is not None and result.exit_code:
+            failure = result.describe() + (f": {result.stderr_head(2)}" if result.stderr.strip() else "")
+        row_cases = {}
+        for case in cases:
+            if case in skipped:
+                row_cases[case] = {"status": "skipped", "verdict": "skipped", "message": skipped[case]}
+                continue
+            bench = next((b for b in outcome["run"].get("bench", []) if isinstance(b, dict) and b.get("name") == case),
+                         None)
+            row = _row(rung_name, implementation, bench, outcome["verdicts"].get(case), failure)
+            row_cases[case] = {k: v for k, v in row.items() if k not in ("name", "binary")}
+        blocks.append({"block": shape, "cases": row_cases})
+    table_cases = []
+    for case in cases:
+        rows = [b["cases"][case] for b in blocks]
+        library = None
+        timed = [r["library"] for r in rows if (r.get("library") or {}).get("median_ms")]
+        missing = next((r["library"]["unavailable"] for r in rows if (r.get("library") or {}).get("unavailable")), None)
+        if timed:
+            library = {"name": timed[0].get("name"), "median_ms": statistics.median(l["median_ms"] for l in timed),
+                       "gbps": statistics.median(l.get("gbps") or 0 for l in timed)}
+            counted = [r["library_items_per_s"] for r in rows if isinstance(r.get("library_items_per_s"), (int, float))]
+            if counted:
+                library["items_per_s"] = statistics.median(counted)
+        elif missing:
+            library = {"unavailable": missing}
+        table_cases.append({"name": case, "bytes_moved": spec.bytes_moved(spec.case(case)), "library": library})
+    every_row = [r for b in blocks for r in b["cases"].values()]
+    device = next((o["run"].get("device") for o in outcomes if o["run"].get("device")), None)
+    return {"schema": BLOCKS_SCHEMA, "lab": spec.name, "rung": rung_name, "binary": implementation,
+            **settings, "device": device, "items_name": items_name(every_row), "blocks": blocks,
+            "cases": table_cases,
+            "all_correct": all(r.get("verdict") in ("passed", "skipped") for r in every_row)}
+
+
+def _show_blocks(result: dict) -> None:
+    counted = result.get("items_name")
+    rate = f"G{counted}/s" if counted else "GB/s"
+
+    def speed(row: dict) -> str:
+        return giga_per_s(row.get("items_per_s")) if counted else _fmt(row.get("gbps"), ".1f")
+
+    columns = ["block"]
+    for case in result["cases"]:
+        columns += [f"{case['name']} ms", f"{case['name']} {rate}", f"{case['name']} check"]
+    rows = []
+    for block in result["blocks"]:
+        cells = [block["block"]]
+        for case in result["cases"]:
+            row = block["cases"][case["name"]]
+            cells += [_fmt(row.get("median_ms"), ".4f"), speed(row), row.get("verdict", "?")]
+        rows.append(cells)
+    libraries = {c["name"]: c.get("library") or {} for c in result["cases"]}
+    named = next((lib["name"] for lib in libraries.values() if lib.get("name")), None)
+    if named:
+        cells = [f"library: {named}"]
+        for case in result["cases"]:
+            lib = libraries[case["name"]]
+            cells += [_fmt(lib.get("median_ms"), ".4f"),
+                      giga_per_s(lib.get("items_per_s")) if counted else _fmt(lib.get("gbps"), ".1f"), "-"]
+        rows.append(cells)
+    console.table(f"{result['lab']}: {result['rung']} by block shape ({result.get('samples')} samples per case, "
+                  f"seed {result.get('seed')})", columns, rows)
+    for case, lib in libraries.items():
+        if lib.get("unavailable"):
+            console.warn(f"{case}: no library baseline: {lib['unavailable']}")
+    for block in result["blocks"]:
+        for case, row in block["cases"].items():
+            if row.get("verdict") not in ("passed", "skipped"):
+                console.warn(f"block {block['block']}, {case}: {row.get('verdict')}: {row.get('message', '')}")
+
+
 def main(args: argparse.Namespace, config: Config) -> int:
     spec = labs.load_lab(config, args.lab)
+    if args.rung is not None and args.blocks is None:
+        raise UsageError("--rung goes with --blocks (it picks the rung the block shapes run); "
+                         "without --blocks every rung of the ladder runs.")
+    if args.blocks is not None:
+        require_takes_block(spec, "--blocks")
+        if args.profile is not None:
+            raise UsageError("--profile and --blocks are separate runs: give one of them.")
     try:
-        result = run_ladder(config, spec, args)
+        result = run_ladder(config, spec, args) if args.blocks is None else run_blocks(config, spec, args)
     except _NoDevice as reason:
         console.error(f"No CUDA device: the ladder was built but not run ({reason}).")
         return int(Cli.NO_DEVICE)
     if args.json:
         print(json.dumps(result, indent=2))
-    else:
+    elif args.blocks is None:
         _show(result)
+    else:
+        _show_blocks(result)
     return int(Cli.DONE)

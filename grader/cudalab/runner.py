@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import tempfile
@@ -177,13 +178,19 @@ class Runner:
         return result, folder
 
     def check(self, dump: Path, seed: int, *, cases: Sequence[str] = (), bench_case: str | None = None,
-              hash_key: str | None = None, hashes: dict[str, str] | None = None) -> dict[str, dict]:
+              hash_key: str | None = None, hashes: dict[str, str] | None = None,
+              images: Path | None = None) -> dict[str, dict]:
         """The trusted checker's verdict on a dump, per case name. It runs in the sandbox (the
         dump is untrusted input); its verdict goes to a folder made now, with an
-        unpredictable name, so nothing a student's program left behind can pass for it."""
+        unpredictable name, so nothing a student's program left behind can pass for it.
+        With `images`, the checker also writes the pictures of every case it checks (a lab
+        whose arrays are images: input, expected and dumped output, as PGM), and they are
+        moved to images/<case>/."""
         checker = self.official("checker")
         inside = f"{BIN}/{checker.name}"
         argv = [inside, "--seed", str(seed), "--dump", DUMP, "--verdict", f"{RUN}/verdict.json"]
+        if images is not None:
+            argv += ["--images", f"{RUN}/images"]
         for case in cases:
             argv += ["--case", case]
         if bench_case:
@@ -203,4 +210,24 @@ class Runner:
         if result.exit_code not in (Harness.PASSED, Harness.FAILED) or verdict is None:
             raise GraderError(f"The checker could not judge the outputs ({result.describe()}: "
                               f"{result.stderr_head(4) or 'no message'}).")
+        if images is not None:
+            _move_images(folder / "images", images)
         return {c.get("name"): c for c in verdict.get("cases", []) if isinstance(c, dict)}
+
+
+_IMAGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def _move_images(written: Path, images: Path) -> None:
+    """Move the checker's <case>/<name>.pgm files from its run folder to images/<case>/:
+    plain files with plain names only, never a link, nothing deeper."""
+    if not written.is_dir() or written.is_symlink():
+        return
+    for case in sorted(written.iterdir()):
+        if not (_IMAGE_NAME.fullmatch(case.name) and case.is_dir() and not case.is_symlink()):
+            continue
+        for picture in sorted(case.iterdir()):
+            if (picture.suffix == ".pgm" and _IMAGE_NAME.fullmatch(picture.name)
+                    and stat.S_ISREG(picture.lstat().st_mode)):
+                (images / case.name).mkdir(parents=True, exist_ok=True)
+                shutil.move(picture, images / case.name / picture.name)
