@@ -1,0 +1,161 @@
+// Tests of lab sobel's CPU side: the reference is the lab sheet's loop (worked by hand on
+// small images), the threshold is strict, borders are 0, and the feedback names the first
+// wrong pixel by x and y with its magnitude against the threshold. The dataset images are
+// built in with the sizes the cases state, and a real photograph has a sensible share of
+// edges.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "lab_spec.hpp"
+#include "labkit/compare.hpp"
+#include "labkit/datasets.hpp"
+#include "problem.hpp"
+
+namespace {
+
+labkit::HostArray image(std::uint64_t width, std::uint64_t height, const std::vector<std::uint8_t>& pixels) {
+    auto a = labkit::HostArray::make<std::uint8_t>("in", {height, width});
+    for (std::size_t i = 0; i < pixels.size(); ++i) a.as<std::uint8_t>()[i] = pixels[i];
+    return a;
+}
+
+labkit::CaseSpec spec(std::int64_t width, std::int64_t height, std::int64_t threshold) {
+    return {"t", {{"version", 2}, {"width", width}, {"height", height}, {"pattern", 0}, {"threshold", threshold}}};
+}
+
+labkit::HostArray as_dump(const labkit::Expected& e) {
+    auto got = labkit::HostArray::make<std::uint8_t>("out", e.shape);
+    for (std::size_t i = 0; i < e.values.size(); ++i) got.as<std::uint8_t>()[i] = static_cast<std::uint8_t>(e.values[i]);
+    return got;
+}
+
+double edge_fraction(const labkit::Expected& e) {
+    double edges = 0;
+    for (double v : e.values) edges += v == 255.0;
+    return edges / static_cast<double>(e.values.size());
+}
+
+}  // namespace
+
+TEST_CASE("test_sobel_reference_is_the_lab_sheets_loop_worked_by_hand") {
+    // A vertical step from 0 to 100 between columns 1 and 2 of a 4 x 3 image:
+    //   0 0 100 100
+    //   0 0 100 100
+    //   0 0 100 100
+    // At (1, 1): sum1 = 100 - 0 + 2 (100 - 0) + 100 - 0 = 400, sum2 = 0, so 160000.
+    // At (2, 1): sum1 = 100 - 0 + 2 (100 - 0) + 100 - 0 = 400 as well.
+    const auto in = image(4, 3, {0, 0, 100, 100, 0, 0, 100, 100, 0, 0, 100, 100});
+    CHECK(lab_sobel::magnitude_squared(in.as<std::uint8_t>().data(), 4, 1, 1) == 160000);
+    CHECK(lab_sobel::magnitude_squared(in.as<std::uint8_t>().data(), 4, 2, 1) == 160000);
+    const auto at_limit = lab_sobel::reference(spec(4, 3, 160000), {in});
+    CHECK(at_limit[0].values == std::vector<double>(12, 0.0));  // > threshold, not >=
+    const auto below = lab_sobel::reference(spec(4, 3, 159999), {in});
+    CHECK(below[0].values == std::vector<double>{0, 0, 0, 0, 0, 255, 255, 0, 0, 0, 0, 0});
+}
+
+TEST_CASE("test_sobel_reference_sum2_is_the_vertical_gradient") {
+    // A horizontal step: rows 0 to 2 of a 3 x 3 image are 10, 20, 250. At (1, 1):
+    // sum1 = 0, sum2 = (10 + 20 + 10) - (250 + 500 + 250) = -960, so 921600.
+    const auto in = image(3, 3, {10, 10, 10, 20, 20, 20, 250, 250, 250});
+    CHECK(lab_sobel::magnitude_squared(in.as<std::uint8_t>().data(), 3, 1, 1) == 921600);
+    CHECK(lab_sobel::reference(spec(3, 3, 921599), {in})[0].values[4] == 255.0);
+    CHECK(lab_sobel::reference(spec(3, 3, 921600), {in})[0].values[4] == 0.0);
+}
+
+TEST_CASE("test_sobel_reference_leaves_every_border_pixel_0") {
+    std::vector<std::uint8_t> noise(7 * 5);
+    for (std::size_t i = 0; i < noise.size(); ++i) noise[i] = static_cast<std::uint8_t>((i * 97) % 251);
+    const auto e = lab_sobel::reference(spec(7, 5, 0), {image(7, 5, noise)});
+    for (std::uint64_t y = 0; y < 5; ++y)
+        for (std::uint64_t x = 0; x < 7; ++x)
+            if (x == 0 || y == 0 || x == 6 || y == 4) CHECK(e[0].values[y * 7 + x] == 0.0);
+    for (const auto& [w, h] : std::vector<std::pair<int, int>>{{1, 1}, {2, 2}, {1, 9}, {9, 1}, {2, 9}}) {
+        const auto tiny = lab_sobel::reference(spec(w, h, 0), {image(w, h, std::vector<std::uint8_t>(w * h, 200))});
+        CHECK(tiny[0].values == std::vector<double>(static_cast<std::size_t>(w * h), 0.0));
+    }
+}
+
+TEST_CASE("test_sobel_feedback_names_the_first_wrong_pixel_by_x_and_y_with_its_magnitude") {
+    const auto in = image(4, 3, {0, 0, 100, 100, 0, 0, 100, 100, 0, 0, 100, 100});
+    const auto e = lab_sobel::reference(spec(4, 3, 1000), {in});
+    auto got = as_dump(e[0]);
+    got.as<std::uint8_t>()[6] = 0;  // (x = 2, y = 1) missed
+    got.as<std::uint8_t>()[11] = 255;  // (x = 3, y = 2), a border pixel, set
+    const auto report = labkit::compare_within_tolerance(e[0], got, labkit::Tolerance{0.0, 0.0, 0});
+    CHECK_FALSE(report.passed);
+    CHECK(report.mismatches == 2);
+    INFO(report.message);
+    CHECK(report.message.find("out[y=1, x=2]") != std::string::npos);
+    CHECK(report.message.find("sum1^2 + sum2^2 is 160000 there, above the threshold 1000, so it is an edge (255)") !=
+          std::string::npos);
+    got.as<std::uint8_t>()[6] = 255;
+    const auto border = labkit::compare_within_tolerance(e[0], got, labkit::Tolerance{0.0, 0.0, 0});
+    CHECK(border.message.find("out[y=2, x=3]") != std::string::npos);
+    CHECK(border.message.find("it is a border pixel, which stays 0") != std::string::npos);
+}
+
+TEST_CASE("test_sobel_dataset_images_are_built_in_with_the_sizes_the_cases_state") {
+    const auto p = lab_sobel::problem();
+    int image_cases = 0;
+    for (const auto& c : p.cases) {
+        const std::string name = c.text("image");
+        if (name.empty()) continue;
+        ++image_cases;
+        const auto& img = labkit::find_dataset_image(lab_datasets::kImages, name);
+        CHECK(img.width == c.param("width"));
+        CHECK(img.height == c.param("height"));
+        // The same pixels whatever the seed: a photograph, not a generator.
+        const auto a = labkit::make_host_inputs(p, c, 1), b = labkit::make_host_inputs(p, c, 99);
+        CHECK(a[0].bytes == b[0].bytes);
+        CHECK(a[0].as<std::uint8_t>()[0] == img.pixels[0]);
+    }
+    CHECK(image_cases >= 4);
+    CHECK_THROWS_WITH_AS(labkit::find_dataset_image(lab_datasets::kImages, "lena"),
+                         doctest::Contains("no dataset image 'lena'"), std::out_of_range);
+}
+
+TEST_CASE("test_sobel_a_photograph_has_a_sensible_share_of_edges") {
+    const auto p = lab_sobel::problem();
+    for (const char* name : {"v2_camera", "v2_chelsea", "v2_coffee"}) {
+        const auto* c = p.find(name);
+        REQUIRE(c);
+        const auto e = lab_sobel::reference(*c, labkit::make_host_inputs(p, *c, 1));
+        const double share = edge_fraction(e[0]);
+        INFO(name << ": " << share);
+        CHECK(share > 0.02);  // edges found
+        CHECK(share < 0.40);  // but not everything
+    }
+}
+
+TEST_CASE("test_sobel_synthetic_cells_have_edges_on_cell_borders_only") {
+    const auto p = lab_sobel::problem();
+    const auto* c = p.find("v1_w1023_h517");
+    REQUIRE(c);
+    const auto inputs = labkit::make_host_inputs(p, *c, 7);
+    const auto e = lab_sobel::reference(*c, inputs);
+    const double share = edge_fraction(e[0]);
+    CHECK(share > 0.03);
+    CHECK(share < 0.25);
+    // Inside a 37 x 37 cell (two pixels from any border) the noise alone is never an edge.
+    for (std::uint64_t y = 1; y + 1 < 517; ++y)
+        for (std::uint64_t x = 1; x + 1 < 1023; ++x)
+            if (x % 37 >= 2 && x % 37 <= 35 && y % 37 >= 2 && y % 37 <= 35) REQUIRE(e[0].values[y * 1023 + x] == 0.0);
+    // Different seeds, different images; the same seed, the same image.
+    CHECK(labkit::make_host_inputs(p, *c, 7)[0].bytes == inputs[0].bytes);
+    CHECK(labkit::make_host_inputs(p, *c, 8)[0].bytes != inputs[0].bytes);
+}
+
+TEST_CASE("test_sobel_cases_cover_the_versions_and_the_bench_counts_pixels") {
+    const auto p = lab_sobel::problem();
+    CHECK(p.takes_block);
+    CHECK(p.items_name == "pixels");
+    const auto* bench = p.find("v2_16384");
+    REQUIRE(bench);
+    CHECK(p.items(*bench) == 16384.0 * 16384.0);
+    CHECK(p.bytes_moved(*bench) == 2.0 * 16384.0 * 16384.0);
+    int v1 = 0, v2 = 0;
+    for (const auto& c : p.cases) (c.param("version") == 1 ? v1 : v2) += 1;
+    CHECK(v1 == v2);
+}
