@@ -330,7 +330,8 @@ def main(args: argparse.Namespace, config: Config) -> int:
         if result.exit_code == Harness.PASSED:
             console.info("Checking the outputs with the lab's checker")
             written = scratch / "images" if args.save_images is not None else None
-            verdicts = _verdicts(runner, folder, run_json, args.seed, args.bench, images_dir=written)
+            verdicts = _verdicts(runner, folder, run_json, args.seed, args.bench, cases=args.case or None,
+                                 images_dir=written)
             if written is not None:
                 saved = save_images(written, args.save_images, verdicts)
             elif feedback is not None:

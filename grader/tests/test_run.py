@@ -206,3 +206,11 @@ def test_a_driver_too_old_is_said_in_the_programs_words():
                                         "to 12.2, older than the CUDA 13.0 runtime: update the NVIDIA driver."})
     assert said.startswith("your NVIDIA driver supports CUDA up to 12.2") and "not a failure of your code" in said
     assert "No CUDA device here" in run_module.not_run_sentence(None)
+
+
+def test_run_with_case_judges_only_the_cases_it_ran(env, capsys):
+    """--case runs one case; the checker is asked about that case alone, so the others are
+    not shown as missing outputs."""
+    assert cli.main(["run", "toy", "--target", "solution", "--case", "c_7", "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert list(body["verdicts"]) == ["c_7"] and body["verdicts"]["c_7"]["status"] == "passed"
