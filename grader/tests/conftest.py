@@ -151,3 +151,12 @@ def _hermetic_toy_environment(request, monkeypatch):
     if "toy_root" in request.fixturenames:
         for name in ("CUDALAB_BUILD_DIR", "CUDALAB_ROOT", "CUDALAB_WORK_DIR"):
             monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def toy_env(toy_config, monkeypatch):
+    """The toy lab's repository, made the one cudalab commands use (preset ci)."""
+    monkeypatch.setenv("CUDALAB_ROOT", str(toy_config.root))
+    monkeypatch.setenv("CUDALAB_PRESET", "ci")
+    monkeypatch.setenv("CUDALAB_WORK_DIR", str(toy_config.work_dir))
+    return toy_config

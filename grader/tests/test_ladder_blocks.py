@@ -28,14 +28,6 @@ def pic(tmp_path, monkeypatch):
     return root
 
 
-@pytest.fixture
-def toy_env(toy_config, monkeypatch):
-    monkeypatch.setenv("CUDALAB_ROOT", str(toy_config.root))
-    monkeypatch.setenv("CUDALAB_PRESET", "ci")
-    monkeypatch.setenv("CUDALAB_WORK_DIR", str(toy_config.work_dir))
-    return toy_config
-
-
 FAST = ["--samples", "2", "--warmup", "1", "--seed", "5"]
 
 

@@ -34,14 +34,6 @@ def failing_starter(pic):
 
 
 @pytest.fixture
-def toy_env(toy_config, monkeypatch):
-    monkeypatch.setenv("CUDALAB_ROOT", str(toy_config.root))
-    monkeypatch.setenv("CUDALAB_PRESET", "ci")
-    monkeypatch.setenv("CUDALAB_WORK_DIR", str(toy_config.work_dir))
-    return toy_config
-
-
-@pytest.fixture
 def checks(monkeypatch):
     """Every Runner.check call, as (cases, bench_case, whether images were asked for)."""
     calls = []
