@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import __version__, build, console, gpu, labs, report, sanitizer
+from . import __version__, build, console, gpu, images, labs, report, sanitizer
 from .config import Config
 from .errors import (CompileError, CudalabError, GraderError, NoDeviceError, NotIsolatedError, UsageError,
                      SubmissionError)
@@ -39,6 +39,7 @@ from .scoring import case_points, score as compute_score, zero as zero_score
 from .timing import ChannelClosed, Pace, PacedRun, ProtocolError, RoundTimes, cross_check, drive
 
 SCHEMA = "cudalab.grade/1"
+ATTACHMENTS = "attachments"  # the folder in a grade's scratch whose files go beside feedback.md
 STATUS_EXIT = {"graded": Cli.DONE, "not_run": Cli.NO_DEVICE, "compile_error": Cli.COMPILE_ERROR,
                "submission_error": Cli.SUBMISSION_INVALID, "unknown_lab": Cli.UNKNOWN_LAB,
                "not_isolated": Cli.NOT_ISOLATED, "forbidden": Cli.FORBIDDEN, "error": Cli.INTERNAL}
@@ -122,6 +123,7 @@ class GradingSession:
                                                            "--json", f"{RUN}/run.json", "--quiet"])
         console.info("Checking its outputs with the trusted checker")
         verdicts = self.runner.check(folder / "dump", self.seed)
+        drawn = self.difference_images(folder, verdicts)
         abnormal = result.status not in ("passed", "failed")
         reason = failure_reason(result) if abnormal else ""
         cases = []
@@ -136,11 +138,34 @@ class GradingSession:
                 message = "the checker found no output for this case"
             cases.append({"name": case.name, "params": case.params, "status": status,
                           "checker_status": checker_status, "message": message})
+            if case.name in drawn:
+                cases[-1]["difference_images"] = drawn[case.name]
         run = {"status": result.status, "exit_code": result.exit_code,
                "wall_s": round(result.wall_s, 4), "description": result.describe(),
                "stderr_head": result.stderr_head(10)}
         self._discard(folder)
         return cases, run
+
+    def difference_images(self, folder: Path, verdicts: dict[str, dict]) -> dict[str, dict[str, str]]:
+        """For a lab on pictures, the difference image of every failing case's output, drawn
+        under tmp/ATTACHMENTS/images/<case>/ (finish() copies them beside feedback.md): per
+        case, {output: its path relative to feedback.md}. Nothing where no case failed, the
+        lab has no pictures or Pillow is missing; a problem here is a warning, never a grade's."""
+        failing = [c.name for c in self.spec.cases if verdicts.get(c.name, {}).get("status") != "passed"]
+        if not failing or not images.lab_has_images(self.spec):
+            return {}
+        if not images.pillow_available():
+            console.warn("No difference images in the feedback: writing PNG needs Pillow (pip install pillow).")
+            return {}
+        written = fresh_dir(self.tmp, "images")
+        try:
+            self.runner.check(folder / "dump", self.seed, cases=failing, images=written)
+        except GraderError as err:
+            console.warn(f"No difference images in the feedback: {err}")
+            return {}
+        drawn = images.draw_differences(written, failing, self.tmp / ATTACHMENTS / "images", console.warn)
+        return {case: {output: f"images/{case}/{png.name}" for output, png in outputs.items()}
+                for case, outputs in drawn.items()}
 
     # -- compute-sanitizer (where lab.toml takes points off for its errors) -----------------
     def run_sanitizer(self, sources: Path) -> dict:
@@ -422,9 +447,10 @@ def begin(config: Config, lab: str, folder: Path, seed: int | None = None,
     return pending
 
 
-def finish(pending: Pending) -> dict:
+def finish(pending: Pending, attachments_to: Path | None = None) -> dict:
     """Run, check, time and score what begin() built (or report why it could not), clean up,
-    and return the complete result document."""
+    and return the complete result document. Pictures the feedback links (difference images)
+    are copied into `attachments_to` (the folder feedback.md goes to) when it is given."""
     result, config = pending.result, pending.config
     try:
         if pending.error is not None:
@@ -439,6 +465,8 @@ def finish(pending: Pending) -> dict:
         _set_status(result, "error", f"The grader failed: {err!r}. This is not the student's fault.")
     finally:
         result["provenance"]["finished_at"] = _now()
+        if attachments_to is not None:
+            _copy_attachments(pending.tmp, attachments_to)
         if pending.tmp is not None and not config.keep_temp:
             shutil.rmtree(pending.tmp, ignore_errors=True)
     if result["status"] not in ("graded", "not_run") and result["score"] is None:
@@ -449,10 +477,19 @@ def finish(pending: Pending) -> dict:
     return result
 
 
+def _copy_attachments(tmp: Path | None, out: Path) -> None:
+    """The grade's pictures into out/images/, replacing those of an earlier grade there."""
+    shutil.rmtree(out / "images", ignore_errors=True)
+    drawn = None if tmp is None else tmp / ATTACHMENTS
+    if drawn is not None and drawn.is_dir():
+        shutil.copytree(drawn, out, dirs_exist_ok=True)
+
+
 def grade(config: Config, lab: str, folder: Path, seed: int | None = None,
-          allow_unisolated: bool = False) -> dict:
-    """Grade `folder`; always return a complete result document (never raise for a failure)."""
-    return finish(begin(config, lab, folder, seed, allow_unisolated))
+          allow_unisolated: bool = False, attachments_to: Path | None = None) -> dict:
+    """Grade `folder`; always return a complete result document (never raise for a failure).
+    With `attachments_to`, the pictures its feedback links are written there."""
+    return finish(begin(config, lab, folder, seed, allow_unisolated), attachments_to)
 
 
 def grade_many(config: Config, lab: str, folders: list[Path], *, jobs: int | None = None,
@@ -492,7 +529,8 @@ def main(args: argparse.Namespace, config: Config) -> int:
     out = args.out or config.work_dir / "results" / Path(args.lab).name / build.submission_key(Path(args.folder))
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; give a folder for result.json and feedback.md.")
-    result = grade(config, args.lab, args.folder, seed=args.seed, allow_unisolated=args.allow_unisolated)
+    result = grade(config, args.lab, args.folder, seed=args.seed, allow_unisolated=args.allow_unisolated,
+                   attachments_to=out)
     paths = report.write_outputs(out, result)
     if args.json:
         print(json.dumps(result, indent=2))

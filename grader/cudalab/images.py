@@ -250,3 +250,28 @@ def lab_has_images(spec) -> bool:
         return False
     return any({"width", "height"} <= set(case.params) or "image" in (getattr(case, "texts", None) or case.params)
                for case in tuple(spec.cases) + tuple(spec.bench_cases))
+
+
+def draw_differences(written: Path | str, cases: list[str], dest: Path | str,
+                     warn=lambda text: None) -> dict[str, dict[str, Path]]:
+    """The difference image of each output of `cases` that the checker wrote pictures of
+    under `written` (expected_<output>.pgm beside <output>.pgm), as dest/<case>/diff_<output>.png,
+    where the two differ. Returns {case: {output: png}}; a picture that cannot be drawn is
+    passed to `warn` and left out."""
+    drawn: dict[str, dict[str, Path]] = {}
+    for case in case_folders(written):
+        if case.name not in cases:
+            continue
+        for expected in sorted(case.glob("expected_*.pgm")):
+            got = case / expected.name[len("expected_"):]
+            if not got.is_file():
+                continue
+            diff = Path(dest) / case.name / f"diff_{got.stem}.png"
+            try:
+                if difference_png(expected, got, diff):
+                    drawn.setdefault(case.name, {})[got.stem] = diff
+                else:
+                    diff.unlink()
+            except ImageError as err:
+                warn(f"{case.name}: no difference image of {got.stem}: {err}")
+    return drawn

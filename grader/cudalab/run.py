@@ -203,22 +203,9 @@ def difference_images(runner: Runner, folder: Path, run_json: dict | None, seed:
     written = fresh_dir(runner.scratch, "images")
     try:
         _verdicts(runner, folder, run_json, seed, bench, cases=failing, images_dir=written)
-        for case in images.case_folders(written):
-            if case.name not in failing:
-                continue
-            pairs = [(p, case / p.name[len("expected_"):]) for p in sorted(case.glob("expected_*.pgm"))]
-            for expected, got in pairs:
-                if not got.is_file():
-                    continue
-                output = got.stem
-                diff = feedback / case.name / f"diff_{output}.png"
-                try:
-                    if images.difference_png(expected, got, diff):
-                        _mention(verdicts[case.name], output, diff)
-                    else:
-                        diff.unlink()
-                except images.ImageError as err:
-                    console.warn(f"{case.name}: no difference image of {output}: {err}")
+        for case, drawn in images.draw_differences(written, failing, feedback, console.warn).items():
+            for output, diff in drawn.items():
+                _mention(verdicts[case], output, diff)
     except GraderError as err:
         console.warn(f"No difference images: {err}")
 

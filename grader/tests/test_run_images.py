@@ -1,6 +1,7 @@
 """`cudalab run`'s options for picture labs (sobel): --block WxH, --save-images DIR, the
 difference image of a failing case kept in the feedback folder, and the throughput columns
-of --bench; every program a fake in the sandbox (picture_lab.py)."""
+of --bench; and the difference images a grade's feedback links. Every program a fake in
+the sandbox (picture_lab.py)."""
 from __future__ import annotations
 
 import argparse
@@ -277,3 +278,31 @@ def test_run_bench_prints_gpixels_columns(pic, capsys):
     assert "Benchmark (block 32x8)" in out and "Gpixels/s" in out and "vs library" in out
     big = next(line for line in out.splitlines() if line.startswith("big "))
     assert "3.00" in big and "1.50x" in big  # 3.0e9 pixels/s, against the library's 2.0e9
+
+
+def test_a_grade_links_the_difference_image_of_a_failing_picture_case(failing_starter, tmp_path):
+    """A grade of a picture lab draws the difference image of each failing case and the
+    feedback links it, relative to feedback.md, beside which finish() copies it."""
+    from cudalab import grade, labs, report
+    from cudalab.config import Config
+
+    config = Config.load()
+    spec = labs.load_lab(config, "pic")
+    scratch = tmp_path / "grade-scratch"
+    scratch.mkdir()
+    session = grade.GradingSession(config, spec, failing_starter.bin / "pic_starter", 3, scratch)
+    cases, _ = session.run_correctness()
+    by_name = {c["name"]: c for c in cases}
+    assert by_name["wide"]["status"] == "failed"
+    assert by_name["wide"]["difference_images"] == {"out": "images/wide/diff_out.png"}
+    assert "difference_images" not in by_name["small"]  # it passed: nothing to draw
+    out = tmp_path / "out"
+    (out / "images" / "stale").mkdir(parents=True)  # an earlier grade's pictures go
+    grade._copy_attachments(scratch, out)
+    assert (out / "images" / "wide" / "diff_out.png").is_file() and not (out / "images" / "stale").exists()
+    result = grade.new_result("pic", failing_starter.tmp, 3, config)
+    result.update(status="graded", cases=[dict(c, points=0.0, max_points=30.0) for c in cases],
+                  score=grade.compute_score(spec.scoring, [c["status"] == "passed" for c in cases], None, 0.0).to_json(),
+                  performance={"status": "skipped", "message": "fix the failing cases first", "points": 0.0,
+                               "max_points": 40.0, "timing_case": "big"})
+    assert "([difference image of out](images/wide/diff_out.png))" in report.render_feedback(result)
