@@ -27,7 +27,6 @@ namespace {
 // The --block shape of this run (0 x 0: the implementation chooses), for requested_block().
 BlockShape g_requested_block{};
 
-
 namespace fs = std::filesystem;
 
 struct Session {

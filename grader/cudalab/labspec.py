@@ -14,6 +14,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from . import images
+
 try:  # Python 3.11+
     import tomllib
 except ModuleNotFoundError:  # pragma: no cover - older Pythons
@@ -535,53 +537,28 @@ inline const std::vector<labkit::OutputSpec> kOutputs = {{
 
 # --- the embedded dataset images ---------------------------------------------------
 
-def read_pgm(path: Path) -> tuple[int, int, bytes]:
-    """(width, height, pixels) of a binary 8-bit PGM (P5, maxval 255); LabSpecError otherwise."""
+def _dataset_image(path: Path) -> tuple[int, int, bytes]:
+    """(width, height, pixels) of a dataset image, read as the grader reads every PGM."""
     try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise LabSpecError(f"{path}: cannot be read ({err.strerror}); datasets/make_images.py writes it") from None
-    fields: list[bytes] = []
-    pos = 0
-    while len(fields) < 4:
-        while pos < len(data) and data[pos:pos + 1].isspace():
-            pos += 1
-        if data[pos:pos + 1] == b"#":
-            while pos < len(data) and data[pos:pos + 1] != b"\n":
-                pos += 1
-            continue
-        start = pos
-        while pos < len(data) and not data[pos:pos + 1].isspace():
-            pos += 1
-        if start == pos:
-            break
-        fields.append(data[start:pos])
-    if len(fields) < 4 or fields[0] != b"P5" or not all(f.isdigit() for f in fields[1:]):
-        raise LabSpecError(f"{path}: not a binary 8-bit PGM (P5 header expected)")
-    width, height, maxval = (int(f) for f in fields[1:])
-    pixels = data[pos + 1:]
-    if maxval != 255 or width < 1 or height < 1 or len(pixels) != width * height:
-        raise LabSpecError(f"{path}: a {width}x{height} PGM needs maxval 255 and {width * height} bytes of "
-                           f"pixels, it has maxval {maxval} and {len(pixels)}")
-    return width, height, pixels
+        return images.read_pgm(path)
+    except images.ImageError as err:
+        raise LabSpecError(f"{err} (datasets/make_images.py writes the dataset images)") from None
 
 
 def emit_datasets(spec: LabSpec, datasets: Path) -> str:
     """C++ defining lab_datasets::kImages: every image the lab's cases name, embedded, after
     checking that each case's width and height are the image's."""
-    images: dict[str, tuple[int, int, bytes]] = {}
+    pictures = {name: _dataset_image(datasets / "images" / f"{name}.pgm") for name in spec.dataset_images}
     for c in spec.cases + spec.bench_cases:
         name = c.texts.get("image")
         if not name:
             continue
-        if name not in images:
-            images[name] = read_pgm(datasets / "images" / f"{name}.pgm")
-        width, height, _ = images[name]
+        width, height, _ = pictures[name]
         if (c.params.get("width"), c.params.get("height")) != (width, height):
             raise LabSpecError(f"{spec.path} case '{c.name}': image '{name}' is {width}x{height}, so the case "
                                f"needs width = {width} and height = {height}")
     arrays, rows = [], []
-    for index, (name, (width, height, pixels)) in enumerate(images.items()):
+    for index, (name, (width, height, pixels)) in enumerate(pictures.items()):
         lines = []
         for start in range(0, len(pixels), 64):
             lines.append('    "' + "".join(f"\\{b:03o}" for b in pixels[start:start + 64]) + '"')

@@ -113,16 +113,9 @@ def block_argument(text: str) -> str:
     return f"{width}x{height}"
 
 
-def takes_block(spec: LabSpec) -> bool:
-    """Whether the lab's API takes a block shape ([lab] takes_block = true in lab.toml)."""
-    stated = getattr(spec, "takes_block", None)
-    if stated is None:  # a LabSpec from before takes_block: read lab.toml's own words
-        stated = (spec.raw.get("lab") or {}).get("takes_block", False)
-    return stated is True
-
-
 def require_takes_block(spec: LabSpec, option: str) -> None:
-    if not takes_block(spec):
+    """Refuses `option` for a lab whose API takes no block shape ([lab] takes_block)."""
+    if not spec.takes_block:
         raise UsageError(f"{option}: the {spec.name} lab's functions take no block shape, so there is nothing "
                          "to choose; only labs with takes_block = true in their lab.toml (sobel) accept it.")
 

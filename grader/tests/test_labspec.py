@@ -172,3 +172,18 @@ def test_ladder_scoring_and_checker_errors_are_sentences(tmp_path, old, new, exp
     with pytest.raises(labspec.LabSpecError) as err:
         load_text(tmp_path, TOY_LAB_TOML.replace(old, new, 1))
     assert expected in str(err.value)
+
+
+def test_emit_datasets_embeds_the_named_images_and_refuses_a_wrong_size_or_missing_file(tmp_path):
+    spec = labspec.load(REPO_ROOT / "labs" / "sobel" / "lab.toml")
+    text = labspec.emit_datasets(spec, REPO_ROOT / "datasets")
+    for name in spec.dataset_images:
+        assert f'{{"{name}", ' in text
+    assert spec.dataset_images[:1] == ("camera",) and text.count("const char kImage") == len(spec.dataset_images)
+    wrong = load_text(tmp_path, (REPO_ROOT / "labs" / "sobel" / "lab.toml").read_text()
+                      .replace('name = "sobel"', 'name = "toy"')
+                      .replace("width = 512\nheight = 512", "width = 511\nheight = 512", 1))
+    with pytest.raises(labspec.LabSpecError, match="image 'camera' is 512x512, so the case needs width = 512"):
+        labspec.emit_datasets(wrong, REPO_ROOT / "datasets")
+    with pytest.raises(labspec.LabSpecError, match="Cannot read the image .*camera.pgm.*make_images.py"):
+        labspec.emit_datasets(spec, tmp_path / "no-datasets")

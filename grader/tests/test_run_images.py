@@ -95,11 +95,10 @@ def test_block_is_only_for_labs_whose_functions_take_one(toy_env, capsys):
     assert "--block 32x8: the toy lab's functions take no block shape" in err and "takes_block = true" in err
 
 
-def test_takes_block_is_read_from_lab_toml_where_the_labspec_has_no_field():
-    spec = argparse.Namespace(raw={"lab": {"takes_block": True}})  # a LabSpec without the field
-    assert run_module.takes_block(spec)
-    assert not run_module.takes_block(argparse.Namespace(raw={"lab": {}}))
-    assert not run_module.takes_block(argparse.Namespace(takes_block=False, raw={"lab": {"takes_block": True}}))
+def test_takes_block_is_read_from_lab_toml(pic, toy_env):
+    from cudalab import labspec
+    assert labspec.load(pic.root / "labs" / "pic" / "lab.toml").takes_block
+    assert not labspec.load(toy_env.root / "labs" / "toy" / "lab.toml").takes_block
 
 
 # --- --save-images -----------------------------------------------------------------------
