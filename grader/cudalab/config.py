@@ -60,16 +60,19 @@ class Config:
     build_pids: int = _setting(1024, "Most processes and threads one compile of student code may "
                                "have at once (cgroup v2 pids.max, else RLIMIT_NPROC).")
     timing_warmup: int = _setting(5, "Untimed samples at the start of every paced timing run.")
-    samples_min: int = _setting(50, "Fewest timed samples in one paced timing run.")
+    samples_min: int = _setting(30, "Fewest timed samples in one paced timing run.")
     samples_max: int = _setting(20000, "Most timed samples in one paced timing run.")
-    timing_target_s: float = _setting(0.75, "How long the reference's timed samples of one run "
+    timing_target_s: float = _setting(0.25, "How long the reference's timed samples of one run "
                                       "take (on the grader's clock; as many blank samples come "
                                       "on top); the submission then gets as many samples. The "
-                                      "median of many samples keeps each round's estimate steady.")
+                                      "median of many samples keeps each round's estimate steady: "
+                                      "with three rounds this keeps regrades of the same code "
+                                      "within 1% of each other (docs/architecture.md, 'Grading time').")
     timing_rounds: int = _setting(3, "Rounds of alternating reference/submission timing runs.")
-    kept_samples: int = _setting(2, "Timed samples per submission run, drawn in secret, whose "
+    kept_samples: int = _setting(1, "Timed samples per submission run, drawn in secret, whose "
                                  "outputs the checker judges (each against its own inputs and "
-                                 "the hash the program reported for it).")
+                                 "the hash the program reported for it). Every round is a new "
+                                 "process, so a grade judges one sample of each.")
     sample_timeout_s: float = _setting(30.0, "How long one paced sample may take before the run "
                                        "is stopped.")
     timing_agreement: float = _setting(0.03, "How far (as a fraction of the submission's own "
@@ -78,6 +81,9 @@ class Config:
                                        "scored on the grader's clock.")
     timing_noise_floor: float = _setting(0.01, "The least noise assumed for a round's wall-clock "
                                          "estimate, as a fraction of the reference's time.")
+    gpu_device: str = _setting("", "The GPU the lab's programs use, as CUDA_VISIBLE_DEVICES sees it "
+                               "(an index or a UUID); empty: whatever the grader's environment says. "
+                               "`cudalab batch` sets it for each GPU it grades on.")
     gpu_idle_wait_s: float = _setting(300.0, "How long timing waits for other processes to leave "
                                       "the GPU before it times anyway and says so.")
     compile_feedback_lines: int = _setting(40, "How many compiler lines about the student's "

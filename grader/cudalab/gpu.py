@@ -4,22 +4,58 @@ result says when timing had to wait, or went ahead on a busy GPU."""
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
-_QUERY = ["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader"]
+_QUERY = ["nvidia-smi", "--query-compute-apps=gpu_uuid,pid,process_name,used_memory", "--format=csv,noheader"]
+_locks: dict[str, threading.RLock] = {}
+_locks_guard = threading.Lock()
 
 
-def compute_processes() -> list[str] | None:
-    """One line per process computing on a GPU now, or None when this cannot be known
-    (no nvidia-smi, or it failed)."""
+@contextmanager
+def exclusive(device: str):
+    """Holds `device` (a CUDA_VISIBLE_DEVICES value; '' is the default GPU) while one of the
+    lab's programs runs on it: grades that share a GPU in one grader process (a batch) take
+    turns, so every program, and every timing round above all, has the GPU to itself. A
+    thread that holds it may take it again (a timing round holds it across its two runs)."""
+    with _locks_guard:
+        lock = _locks.setdefault(device, threading.RLock())
+    with lock:
+        yield
+
+
+def _smi(argv: list[str]) -> list[str] | None:
     try:
-        done = subprocess.run(_QUERY, capture_output=True, text=True, timeout=30, check=False)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if done.returncode != 0:
         return None
     return [line.strip() for line in done.stdout.splitlines() if line.strip()]
+
+
+def device_uuid(device: str) -> str | None:
+    """The UUID of the GPU a CUDA_VISIBLE_DEVICES value names (an index or a UUID)."""
+    if device.startswith("GPU-"):
+        return device
+    found = _smi(["nvidia-smi", "-i", device, "--query-gpu=uuid", "--format=csv,noheader"])
+    return found[0] if found else None
+
+
+def compute_processes(device: str = "") -> list[str] | None:
+    """One line per process computing now on the GPU `device` names (every GPU when it is
+    empty), or None when this cannot be known (no nvidia-smi, or it failed)."""
+    found = _smi(_QUERY)
+    if found is None:
+        return None
+    if device:
+        uuid = device_uuid(device)
+        if uuid is None:
+            return None
+        found = [line for line in found if line.split(",", 1)[0].strip() == uuid]
+    return [line.split(",", 1)[1].strip() if "," in line else line for line in found]
 
 
 @dataclass
@@ -34,12 +70,12 @@ class GpuWait:
 
 
 def wait_until_idle(timeout_s: float, poll_s: float = 1.0, probe=compute_processes, clock=time.monotonic,
-                    sleep=time.sleep) -> GpuWait:
-    """Wait (up to timeout_s) until no process computes on the GPU."""
+                    sleep=time.sleep, device: str = "") -> GpuWait:
+    """Wait (up to timeout_s) until no process computes on the GPU (`device`, when given)."""
     started = clock()
     first = True
     while True:
-        found = probe()
+        found = probe(device) if device else probe()
         if found is None:
             return GpuWait(known=False)
         waited = 0.0 if first else clock() - started  # the query itself is no wait
@@ -62,3 +98,15 @@ def describe(waits: list[GpuWait]) -> str:
     if waits and not any(w.known for w in waits):
         return "Whether other processes used the GPU during timing could not be checked (no nvidia-smi)."
     return ""
+
+
+def driver_release() -> str | None:
+    """The NVIDIA driver's own version ("580.95.05"), as nvidia-smi reports it for the first
+    GPU, or None when it cannot say."""
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+    return lines[0] if done.returncode == 0 and lines else None

@@ -249,14 +249,15 @@ class GradingSession:
         samples = None
         try:
             for number in range(1, config.timing_rounds + 1):
-                self.gpu_waits.append(gpu.wait_until_idle(config.gpu_idle_wait_s))
-                console.info(f"Timing round {number} of {config.timing_rounds} on {scoring.timing_case}")
-                ref, ref_folder = self.paced(self.reference, "reference", samples, keep=0)
-                self._discard(ref_folder)
-                samples = samples or ref.timed
-                perf["samples"] = samples
-                sub, sub_folder = self.paced(self.submission, "submission", samples,
-                                             keep=config.kept_samples, stop_when=self._too_slow(ref))
+                with gpu.exclusive(config.gpu_device):  # a round's two runs back to back, the GPU alone
+                    self.gpu_waits.append(gpu.wait_until_idle(config.gpu_idle_wait_s, device=config.gpu_device))
+                    console.info(f"Timing round {number} of {config.timing_rounds} on {scoring.timing_case}")
+                    ref, ref_folder = self.paced(self.reference, "reference", samples, keep=0)
+                    self._discard(ref_folder)
+                    samples = samples or ref.timed
+                    perf["samples"] = samples
+                    sub, sub_folder = self.paced(self.submission, "submission", samples,
+                                                 keep=config.kept_samples, stop_when=self._too_slow(ref))
                 kept += [(sub_folder / "dump" / k.dump_name, k) for k in sub.kept]
                 reference_rounds.append(RoundTimes.of(ref))
                 student_rounds.append(RoundTimes.of(sub))
@@ -342,18 +343,37 @@ def _record_session(result: dict, session: GradingSession) -> None:
         gpu=device.get("name"), compute_capability=device.get("compute_capability"),
         driver_version=device.get("driver_version"), runtime_version=device.get("runtime_version"),
         sm_clock_mhz=statistics.median(clocks) if clocks else device.get("sm_clock_mhz"),
-        gpu_sharing=[w.to_json() for w in session.gpu_waits] or None)
+        gpu_sharing=[w.to_json() for w in session.gpu_waits] or None,
+        processes=session.runner.times)
     sharing = gpu.describe(session.gpu_waits)
     if sharing:
         result["warnings"].append(sharing)
 
 
-def grade_built(result: dict, config: Config, spec: LabSpec, binary: Path, tmp: Path) -> None:
-    """Run, check, time and score a built submission, filling `result` as it goes."""
+def probe_device(config: Config, spec: LabSpec) -> dict:
+    """Whether the lab's reference solution runs on this machine's GPU (config.gpu_device),
+    and what that GPU is: once per GPU for a batch, instead of once per grade. Raises
+    NoDeviceError or GraderError as a grade's own probe would."""
+    tmp = fresh_dir(scratch_root(config), f"probe-{spec.name}")
+    try:
+        session = GradingSession(config, spec, Path(), secrets.randbits(63), tmp)
+        session.probe_device()
+        return session.device
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def grade_built(result: dict, config: Config, spec: LabSpec, binary: Path, tmp: Path,
+                device: dict | None = None) -> None:
+    """Run, check, time and score a built submission, filling `result` as it goes. `device`
+    is probe_device()'s answer when the caller probed the GPU already."""
     session = GradingSession(config, spec, binary, result["provenance"]["seed"], tmp)
     try:
-        with _phase(result, "device_probe"):
-            session.probe_device()
+        if device is not None:
+            session.device = device
+        else:
+            with _phase(result, "device_probe"):
+                session.probe_device()
         with _phase(result, "correctness"):
             cases, run = session.run_correctness()
         result["cases"], result["run"] = cases, run
@@ -447,15 +467,16 @@ def begin(config: Config, lab: str, folder: Path, seed: int | None = None,
     return pending
 
 
-def finish(pending: Pending, attachments_to: Path | None = None) -> dict:
+def finish(pending: Pending, attachments_to: Path | None = None, device: dict | None = None) -> dict:
     """Run, check, time and score what begin() built (or report why it could not), clean up,
     and return the complete result document. Pictures the feedback links (difference images)
-    are copied into `attachments_to` (the folder feedback.md goes to) when it is given."""
+    are copied into `attachments_to` (the folder feedback.md goes to) when it is given;
+    `device` is probe_device()'s answer when the caller probed the GPU already."""
     result, config = pending.result, pending.config
     try:
         if pending.error is not None:
             raise pending.error
-        grade_built(result, config, pending.spec, pending.binary, pending.tmp)
+        grade_built(result, config, pending.spec, pending.binary, pending.tmp, device)
     except NoDeviceError as err:
         result["score"] = None  # not a zero: nothing was graded
         _set_status(result, err.status, str(err))

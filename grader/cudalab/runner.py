@@ -9,6 +9,7 @@ it judges, read-only, at /cudalab/dump.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -19,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import forbidden, labs
+from . import forbidden, gpu as gpu_module, labs
 from .config import Config
 from .errors import GraderError
 from .exit_codes import Harness
@@ -114,6 +115,10 @@ class Runner:
         self._manifest: Manifest | None = None
         self._toolchain: tuple[Path, ...] | None = None
         self._hidden: tuple[Path, ...] | None = None
+        self.times: list[dict] = []  # every program this runner ran: what, and its wall-clock seconds
+
+    def _log_time(self, what: str, result: ProcessResult) -> None:
+        self.times.append({"what": what, "wall_s": round(result.wall_s, 3)})
 
     def _official_binaries(self) -> list[Path]:
         official = [labs.official_binary(self.config, self.spec.name, i) for i in ("solution", "checker")]
@@ -145,6 +150,15 @@ class Runner:
                 raise GraderError(str(err)) from None
         return self._manifest
 
+    def _on_gpu(self, gpu: bool):
+        """The GPU is held for the whole of a program that uses it (gpu.exclusive)."""
+        return gpu_module.exclusive(self.config.gpu_device) if gpu else contextlib.nullcontext()
+
+    def _env(self, gpu: bool, env: dict[str, str] | None) -> dict[str, str] | None:
+        if gpu and self.config.gpu_device:
+            return {**(env or {}), "CUDA_VISIBLE_DEVICES": self.config.gpu_device}
+        return env
+
     def official(self, implementation: str) -> Path:
         """An official binary of the lab ('solution', 'checker', 'ladder_<stem>', ...), after
         checking that it is the one the build made."""
@@ -169,12 +183,16 @@ class Runner:
         submissions: its library baseline (cuBLAS) is loaded at run time."""
         folder = fresh_dir(self.scratch, "run")
         inside = f"{BIN}/{binary.name}"
-        result = self.sandbox.run([*map(str, wrapper), inside, *map(str, args)],
-                                  workdir=Bind(folder, RUN, writable=True),
-                                  binds=[Bind(binary, inside)], limits=run_limits(self.config, timeout_s),
-                                  gpu=gpu, env=env, pass_fds=pass_fds, during=during,
-                                  toolchain=tuple(self.toolchain) + tuple(wrapper_toolchain),
-                                  hide=() if official else self.hidden)
+        with self._on_gpu(gpu):
+            result = self.sandbox.run([*map(str, wrapper), inside, *map(str, args)],
+                                      workdir=Bind(folder, RUN, writable=True),
+                                      binds=[Bind(binary, inside)], limits=run_limits(self.config, timeout_s),
+                                      gpu=gpu, env=self._env(gpu, env), pass_fds=pass_fds, during=during,
+                                      toolchain=tuple(self.toolchain) + tuple(wrapper_toolchain),
+                                      hide=() if official else self.hidden)
+        first = str(args[0]) if args else ""
+        self._log_time(" ".join(w for w in (Path(str(wrapper[0])).name if wrapper else "", binary.name,
+                                            first if first.startswith("--") else "") if w), result)
         return result, folder
 
     def check(self, dump: Path, seed: int, *, cases: Sequence[str] = (), bench_case: str | None = None,
@@ -202,10 +220,13 @@ class Runner:
         folder = fresh_dir(self.scratch, "verdict")
         if not dump.is_dir():
             dump = fresh_dir(self.scratch, "empty-dump")  # nothing dumped: every case is missing
-        result = self.sandbox.run(argv, workdir=Bind(folder, RUN, writable=True),
-                                  binds=[Bind(checker, inside), Bind(dump, DUMP)],
-                                  limits=run_limits(self.config), gpu=self.spec.checker_gpu,
-                                  toolchain=self.toolchain)
+        with self._on_gpu(self.spec.checker_gpu):
+            result = self.sandbox.run(argv, workdir=Bind(folder, RUN, writable=True),
+                                      binds=[Bind(checker, inside), Bind(dump, DUMP)],
+                                      limits=run_limits(self.config), gpu=self.spec.checker_gpu,
+                                      env=self._env(self.spec.checker_gpu, None), toolchain=self.toolchain)
+        self._log_time("checker" + (" (images)" if images is not None else "")
+                       + (f" {bench_case} sample" if bench_case else ""), result)
         verdict = read_untrusted_json(folder / "verdict.json")
         if result.exit_code not in (Harness.PASSED, Harness.FAILED) or verdict is None:
             raise GraderError(f"The checker could not judge the outputs ({result.describe()}: "

@@ -50,13 +50,19 @@ def test_correct_submission_gets_full_marks(toy_config, toy_submission, fake_sub
     assert len(perf["rounds"]) == 2
     # The reference's timed samples take timing_target_s: at ~2 ms each, about 100 of them.
     assert 20 <= perf["samples"] <= 200
-    assert all(len(r["kept_samples"]) == 2 for r in perf["rounds"])
+    assert all(len(r["kept_samples"]) == toy_config.kept_samples == 1 for r in perf["rounds"])
     provenance = result["provenance"]
     assert provenance["seed"] == 12345 and provenance["gpu"] == "Fake GPU"
     assert provenance["isolation"]["kind"] in ("bubblewrap", "none") and provenance["finished_at"]
     assert provenance["sm_clock_mhz"] == 1975.0  # median of the reference's before/after clocks
     # Where the time went, phase by phase.
     assert set(provenance["phases_s"]) >= {"build", "device_probe", "correctness", "timing", "kept_sample_checks"}
+    # ... and program by program: the probe, the correctness run, its check, two paced runs
+    # per round, one check per kept sample.
+    runs = [p["what"] for p in provenance["processes"]]
+    assert sum("--paced" in what for what in runs) == 2 * len(perf["rounds"])
+    assert sum(what.startswith("checker") for what in runs) == 1 + len(perf["rounds"])
+    assert all(p["wall_s"] >= 0 for p in provenance["processes"])
     assert provenance["gpu_sharing"] is None or all(w["waited_s"] == 0 for w in provenance["gpu_sharing"])
 
 
