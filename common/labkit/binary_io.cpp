@@ -1,9 +1,12 @@
 #include "labkit/binary_io.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <sstream>
+
+#include "labkit/parallel.hpp"
 
 namespace labkit {
 namespace {
@@ -50,7 +53,16 @@ void write_array(const std::filesystem::path& path, const HostArray& array) {
     if (!out) throw std::runtime_error("could not write all of " + path.string() + " (disk full?)");
 }
 
-HostArray parse_array(const std::string& image, const std::string& what) {
+namespace {
+
+// The largest header: magic, version, dtype, rank and kMaxRank extents.
+constexpr std::size_t kMaxHeaderBytes = 4 + 3 * sizeof(std::uint32_t) + kMaxRank * sizeof(std::uint64_t);
+
+// An array (without its elements) from the header at the start of `image`, in a file of
+// `file_bytes` bytes in all, and where its elements start. `image` holds the file's first
+// bytes: its whole header, or the whole file where that is shorter.
+HostArray parse_header(const std::string& image, std::uint64_t file_bytes, const std::string& what,
+                       std::size_t& data_offset) {
     std::size_t at = 0;
     if (image.size() < 4 || std::memcmp(image.data(), kMagic, 4) != 0)
         throw FormatError(what + ": not a labkit array file (it does not start with \"CLAB\")");
@@ -78,7 +90,7 @@ HostArray parse_array(const std::string& image, const std::string& what) {
         count *= extent;
         array.shape.push_back(extent);
     }
-    const std::uint64_t payload = image.size() - at;
+    const std::uint64_t payload = file_bytes - at;
     const std::uint64_t element = dtype_size(*dtype);
     if (count > payload / element || count * element != payload) {
         std::ostringstream msg;
@@ -86,20 +98,43 @@ HostArray parse_array(const std::string& image, const std::string& what) {
             << count * element << " bytes) but the file holds " << payload << " bytes of data";
         throw FormatError(msg.str());
     }
-    array.bytes.resize(static_cast<std::size_t>(payload));
-    if (payload) std::memcpy(array.bytes.data(), image.data() + at, static_cast<std::size_t>(payload));
+    data_offset = at;
     return array;
 }
 
+}  // namespace
+
+HostArray parse_array(const std::string& image, const std::string& what) {
+    std::size_t at = 0;
+    HostArray array = parse_header(image, image.size(), what, at);
+    array.bytes.resize(image.size() - at);
+    if (!array.bytes.empty()) std::memcpy(array.bytes.data(), image.data() + at, array.bytes.size());
+    return array;
+}
+
+// The header is parsed from the file's first bytes and the elements are read straight into
+// the array: a dump of a bench case is a gigabyte, which is not copied through a buffer.
 HostArray read_array(const std::filesystem::path& path) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec))
         throw FormatError(path.string() + ": no such file (was the output dumped?)");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw FormatError(path.string() + ": cannot be opened for reading");
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    HostArray array = parse_array(buffer.str(), path.string());
+    in.seekg(0, std::ios::end);
+    const std::streamoff file_bytes = in.tellg();
+    in.seekg(0, std::ios::beg);
+    if (file_bytes < 0 || !in) throw FormatError(path.string() + ": cannot be read (its size is unknown)");
+    std::string head(static_cast<std::size_t>(std::min<std::streamoff>(file_bytes, kMaxHeaderBytes)), '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    if (!in) throw FormatError(path.string() + ": the file changed while it was read (it is shorter than it was)");
+    std::size_t at = 0;
+    HostArray array = parse_header(head, static_cast<std::uint64_t>(file_bytes), path.string(), at);
+    resize_prefaulted(array.bytes, static_cast<std::size_t>(file_bytes) - at);
+    in.seekg(static_cast<std::streamoff>(at), std::ios::beg);
+    in.read(reinterpret_cast<char*>(array.bytes.data()), static_cast<std::streamsize>(array.bytes.size()));
+    if (!in || in.gcount() != static_cast<std::streamsize>(array.bytes.size()) ||
+        in.peek() != std::ifstream::traits_type::eof())
+        throw FormatError(path.string() + ": the file changed while it was read (its size is not what it was)");
     array.name = path.stem().string();
     return array;
 }

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <type_traits>
 
+#include "labkit/parallel.hpp"
+
 namespace labkit {
 namespace {
 
@@ -104,6 +106,100 @@ std::string describe_index(const std::string& name, const std::vector<std::uint6
     return s.str();
 }
 
+namespace {
+
+// A part of the comparison takes at least this many elements.
+constexpr std::size_t kMinElementsPerPart = std::size_t(1) << 18;
+
+struct ComparedInputs {
+    const Expected& expected;
+    const HostArray& got;
+    const Tolerance& tolerance;
+    bool sampled;
+    bool per_element;
+    std::uint64_t n;  // the elements the output has
+};
+
+// What one part of the positions in the reference's lists found, in its own order.
+struct PartFindings {
+    std::uint64_t checked = 0;
+    std::uint64_t mismatches = 0;
+    std::optional<Mismatch> first;
+    std::uint64_t first_position = 0;
+    std::optional<Mismatch> worst;  // the first of the largest (ratio, diff) in the part
+    double worst_ratio = -1.0;
+    double worst_diff = -1.0;
+    std::optional<std::uint64_t> out_of_range;  // a sampled index outside the output: the reference's bug
+};
+
+// Positions [begin, end) of the reference's lists against `values`, the output's elements.
+template <class T>
+void compare_positions(const ComparedInputs& in, const T* values, std::uint64_t begin, std::uint64_t end,
+                       PartFindings& found) {
+    const Expected& expected = in.expected;
+    const Tolerance& tolerance = in.tolerance;
+    for (std::uint64_t position = begin; position < end; ++position) {
+        const std::uint64_t i = in.sampled ? expected.only[static_cast<std::size_t>(position)] : position;
+        if (i >= in.n) {
+            found.out_of_range = i;
+            return;
+        }
+        const double e = expected.values[static_cast<std::size_t>(position)];
+        const double g = static_cast<double>(values[static_cast<std::size_t>(i)]);
+        double allowed = in.per_element ? expected.allowed_abs[static_cast<std::size_t>(position)]
+                                        : tolerance.abs + tolerance.rel * std::fabs(e);
+        bool ok;
+        double ratio;  // error over allowance: how bad this element is
+        double diff = std::numeric_limits<double>::infinity();
+        if (std::isnan(e) || std::isnan(g)) {
+            ok = std::isnan(e) && std::isnan(g);
+            ratio = ok ? 0.0 : std::numeric_limits<double>::infinity();
+        } else if (std::isinf(e) || std::isinf(g)) {
+            ok = e == g;
+            ratio = ok ? 0.0 : std::numeric_limits<double>::infinity();
+        } else {
+            diff = std::fabs(g - e);
+            ok = diff <= allowed;
+            if (!ok && tolerance.ulp >= 0 && !in.per_element) {
+                const std::uint64_t ulps = in.got.dtype == DType::f32
+                                               ? ulp_distance(static_cast<float>(g), static_cast<float>(e))
+                                               : ulp_distance(g, e);
+                ok = ulps <= static_cast<std::uint64_t>(tolerance.ulp);
+            }
+            ratio = allowed > 0 ? diff / allowed : (diff > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+        }
+        ++found.checked;
+        if (ok) continue;
+        ++found.mismatches;
+        const Mismatch m{i, e, g, allowed};
+        if (!found.first) {
+            found.first = m;
+            found.first_position = position;
+        }
+        if (ratio > found.worst_ratio || (ratio == found.worst_ratio && diff > found.worst_diff)) {
+            found.worst_ratio = ratio;
+            found.worst_diff = diff;
+            found.worst = m;
+        }
+    }
+}
+
+void compare_part(const ComparedInputs& in, std::uint64_t begin, std::uint64_t end, PartFindings& found) {
+    const HostArray& got = in.got;
+    switch (got.dtype) {
+        case DType::f32: return compare_positions(in, got.as<float>().data(), begin, end, found);
+        case DType::f64: return compare_positions(in, got.as<double>().data(), begin, end, found);
+        case DType::i32: return compare_positions(in, got.as<std::int32_t>().data(), begin, end, found);
+        case DType::u32: return compare_positions(in, got.as<std::uint32_t>().data(), begin, end, found);
+        case DType::i64: return compare_positions(in, got.as<std::int64_t>().data(), begin, end, found);
+        case DType::u64: return compare_positions(in, got.as<std::uint64_t>().data(), begin, end, found);
+        case DType::u8: return compare_positions(in, got.as<std::uint8_t>().data(), begin, end, found);
+    }
+    throw std::logic_error("output '" + got.name + "' has an element type the comparison does not know");
+}
+
+}  // namespace
+
 CompareReport compare_within_tolerance(const Expected& expected, const HostArray& got,
                                        const Tolerance& tolerance) {
     CompareReport report;
@@ -132,49 +228,32 @@ CompareReport compare_within_tolerance(const Expected& expected, const HostArray
                                std::to_string(expected.allowed_abs.size()) + " bounds for " +
                                std::to_string(count) + " values");
 
+    // The elements are judged in parts on several threads, each part in order; the parts'
+    // findings are then joined in order, so the report is the one a single pass gives.
+    const ComparedInputs in{expected, got, tolerance, sampled, per_element, n};
+    const std::size_t parts = parallel_parts(static_cast<std::size_t>(count), kMinElementsPerPart);
+    std::vector<PartFindings> found(parts);
+    run_parts(parts, [&](std::size_t part) {
+        const std::uint64_t begin = part_begin(count, parts, part), end = part_begin(count, parts, part + 1);
+        compare_part(in, begin, end, found[part]);
+    });
+    for (const PartFindings& f : found)
+        if (f.out_of_range)
+            throw std::logic_error("reference for '" + expected.name + "' samples element " +
+                                   std::to_string(*f.out_of_range) + " of " + std::to_string(n));
     double worst_ratio = -1.0, worst_diff = -1.0;
     std::uint64_t first_position = 0;  // where the first mismatch is in the reference's lists
-    for (std::uint64_t position = 0; position < count; ++position) {
-        const std::uint64_t i = sampled ? expected.only[static_cast<std::size_t>(position)] : position;
-        if (i >= n)
-            throw std::logic_error("reference for '" + expected.name + "' samples element " + std::to_string(i) +
-                                   " of " + std::to_string(n));
-        const double e = expected.values[static_cast<std::size_t>(position)];
-        const double g = element_value(got, i);
-        double allowed = per_element ? expected.allowed_abs[static_cast<std::size_t>(position)]
-                                     : tolerance.abs + tolerance.rel * std::fabs(e);
-        bool ok;
-        double ratio;  // error over allowance: how bad this element is
-        double diff = std::numeric_limits<double>::infinity();
-        if (std::isnan(e) || std::isnan(g)) {
-            ok = std::isnan(e) && std::isnan(g);
-            ratio = ok ? 0.0 : std::numeric_limits<double>::infinity();
-        } else if (std::isinf(e) || std::isinf(g)) {
-            ok = e == g;
-            ratio = ok ? 0.0 : std::numeric_limits<double>::infinity();
-        } else {
-            diff = std::fabs(g - e);
-            ok = diff <= allowed;
-            if (!ok && tolerance.ulp >= 0 && !per_element) {
-                const std::uint64_t ulps = got.dtype == DType::f32
-                                               ? ulp_distance(static_cast<float>(g), static_cast<float>(e))
-                                               : ulp_distance(g, e);
-                ok = ulps <= static_cast<std::uint64_t>(tolerance.ulp);
-            }
-            ratio = allowed > 0 ? diff / allowed : (diff > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+    for (const PartFindings& f : found) {
+        report.checked += f.checked;
+        report.mismatches += f.mismatches;
+        if (!report.first && f.first) {
+            report.first = f.first;
+            first_position = f.first_position;
         }
-        ++report.checked;
-        if (ok) continue;
-        ++report.mismatches;
-        const Mismatch m{i, e, g, allowed};
-        if (!report.first) {
-            report.first = m;
-            first_position = position;
-        }
-        if (ratio > worst_ratio || (ratio == worst_ratio && diff > worst_diff)) {
-            worst_ratio = ratio;
-            worst_diff = diff;
-            report.worst = m;
+        if (f.worst && (f.worst_ratio > worst_ratio || (f.worst_ratio == worst_ratio && f.worst_diff > worst_diff))) {
+            worst_ratio = f.worst_ratio;
+            worst_diff = f.worst_diff;
+            report.worst = f.worst;
         }
     }
     report.passed = report.mismatches == 0;

@@ -2,29 +2,11 @@
 
 #include <algorithm>
 #include <stdexcept>
-#include <thread>
-#include <vector>
 
 #include "labkit/inputs.hpp"
+#include "labkit/parallel.hpp"
 
 namespace labkit {
-
-void parallel_for_ranges(std::size_t n, void (*body)(std::size_t, std::size_t, void*), void* context) {
-    constexpr std::size_t kMinPerThread = std::size_t(1) << 20;
-    const std::size_t hw = std::max(1u, std::thread::hardware_concurrency());
-    const std::size_t threads = std::min(hw, std::max<std::size_t>(1, n / kMinPerThread));
-    if (threads <= 1) {
-        body(0, n, context);
-        return;
-    }
-    std::vector<std::thread> pool;
-    const std::size_t chunk = (n + threads - 1) / threads;
-    for (std::size_t t = 0; t < threads; ++t) {
-        const std::size_t begin = t * chunk, end = std::min(n, begin + chunk);
-        if (begin < end) pool.emplace_back(body, begin, end, context);
-    }
-    for (auto& th : pool) th.join();
-}
 
 void fill_uniform(std::span<float> out, std::uint64_t seed, std::uint64_t stream, float lo, float hi) {
     if (!(lo < hi)) throw std::invalid_argument("fill_uniform needs lo < hi");
@@ -147,7 +129,7 @@ HostArray generate_on_host(const InputSpec& spec, std::uint64_t seed) {
     array.name = spec.name;
     array.dtype = spec.dtype;
     array.shape = spec.shape;
-    array.bytes.resize(static_cast<std::size_t>(spec.size()) * dtype_size(spec.dtype));
+    resize_prefaulted(array.bytes, static_cast<std::size_t>(spec.size()) * dtype_size(spec.dtype));
     const Fill& f = spec.fill;
     if (f.kind == Fill::Kind::uniform_float) {
         auto values = array.as<float>();

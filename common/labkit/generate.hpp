@@ -109,8 +109,4 @@ void fill_uniform_u32(std::span<std::uint32_t> out, std::uint64_t seed, std::uin
 // out[i] = start + i * step, modulo 2^32.
 void fill_ramp_u32(std::span<std::uint32_t> out, std::uint32_t start, std::int64_t step);
 
-// Runs body(begin, end) over [0, n) in chunks on all hardware threads (one thread when
-// n is small). Deterministic whenever body writes only its own range.
-void parallel_for_ranges(std::size_t n, void (*body)(std::size_t, std::size_t, void*), void* context);
-
 }  // namespace labkit

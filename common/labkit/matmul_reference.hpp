@@ -57,7 +57,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "labkit/generate.hpp"  // parallel_for_ranges
+#include "labkit/parallel.hpp"
 
 namespace labkit {
 
@@ -199,8 +199,9 @@ inline MatmulExpected matmul_reference(const float* a, const float* b, std::uint
     const matmul_detail::Job job{a, b, out.c.data(), out.bound.data(), m, n, k};
     const std::uint64_t work_per_row = std::max<std::uint64_t>(1, n * k);
     // The work is counted in multiply-adds, so that parallel_for_ranges (a thread per 2^20
-    // units, at most one per core) keeps a small case on one thread and spreads a large
-    // one over every core; each row goes, whole, to the range that holds its first unit.
+    // units, at most one per core and labkit::kMaxWorkerThreads in all) keeps a small case
+    // on one thread and spreads a large one over the cores; each row goes, whole, to the
+    // range that holds its first unit.
     struct Context {
         const matmul_detail::Job* job;
         std::uint64_t work_per_row;

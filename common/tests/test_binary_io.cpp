@@ -74,3 +74,39 @@ TEST_CASE("test_binary_io_rejects_malformed_files_with_reasons") {
 TEST_CASE("test_binary_io_missing_file_is_a_format_error") {
     CHECK_THROWS_AS(labkit::read_array("/nonexistent/labkit/none.bin"), FormatError);
 }
+
+TEST_CASE("test_binary_io_read_array_rejects_malformed_files_as_parse_array_does") {
+    // read_array parses the header from the file's first bytes and reads the elements
+    // straight into the array; its verdicts are parse_array's, in the same words.
+    const auto path = std::filesystem::temp_directory_path() / "labkit_test_malformed.c.bin";
+    const auto read_says = [&](const std::string& image, const std::string& words) {
+        std::ofstream(path, std::ios::binary | std::ios::trunc)
+            .write(image.data(), static_cast<std::streamsize>(image.size()));
+        try {
+            labkit::read_array(path);
+        } catch (const FormatError& e) {
+            return std::string(e.what()).find(words) != std::string::npos;
+        }
+        return false;
+    };
+    CHECK(read_says("", "does not start with"));
+    CHECK(read_says("CLAB\x01", "ends inside its header"));
+    CHECK(read_says(header(1, 1, {1, 1}).substr(0, 20), "ends inside its header"));
+    CHECK(read_says(header(2, 1, {1}) + "abcd", "format version 2"));
+    CHECK(read_says(header(1, 1, std::vector<std::uint64_t>(9, 1)), "rank 9"));
+    CHECK(read_says(header(1, 1, {4}) + "abcd", "promises 4 elements"));        // truncated
+    CHECK(read_says(header(1, 1, {1}) + "abcdEXTRA", "promises 1 elements"));  // trailing bytes
+    CHECK(read_says(header(1, 2, {1ull << 62, 1ull << 62}), "overflows"));
+
+    // And a well-formed file of every size from empty up, rank 0 to 8.
+    using Shape = std::vector<std::uint64_t>;
+    for (const auto& shape : {Shape{0}, Shape{}, Shape{3}, Shape(8, 2)}) {
+        auto a = HostArray::make<std::int32_t>("c", shape);
+        for (std::size_t i = 0; i < a.size(); ++i) a.as<std::int32_t>()[i] = static_cast<std::int32_t>(7 * i) - 3;
+        labkit::write_array(path, a);
+        const HostArray b = labkit::read_array(path);
+        CHECK(b.shape == shape);
+        CHECK(b.bytes == a.bytes);
+    }
+    std::filesystem::remove(path);
+}

@@ -4,8 +4,12 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
 
 #include "labkit/compare.hpp"
+#include "labkit/parallel.hpp"
 
 using labkit::compare_within_tolerance;
 using labkit::Expected;
@@ -156,4 +160,67 @@ TEST_CASE("test_compare_sampled_elements_only_those_are_judged_and_named_by_thei
 
     sampled.only = {1, 6};
     CHECK_THROWS_AS(compare_within_tolerance(sampled, got, kExact), std::logic_error);  // outside the shape
+}
+
+namespace {
+
+// Everything a report says, to compare two reports of the same output.
+std::string everything_in(const labkit::CompareReport& r) {
+    const auto where = [](const std::optional<labkit::Mismatch>& m) {
+        return m ? std::to_string(m->index) + ":" + labkit::format_value(m->expected) + ":" +
+                       labkit::format_value(m->got) + ":" + labkit::format_value(m->allowed)
+                 : std::string("none");
+    };
+    return std::to_string(r.passed) + "|" + std::to_string(r.checked) + "|" + std::to_string(r.mismatches) + "|" +
+           where(r.first) + "|" + where(r.worst) + "|" + std::to_string(r.near_miss) + "|" + r.message;
+}
+
+}  // namespace
+
+TEST_CASE("test_compare_in_parts_says_what_one_pass_says") {
+    // The elements are judged in parts on several threads: the first mismatch, the worst
+    // (the first of equally bad ones), the counts and the message must be those of one pass
+    // in order, wherever the mismatches fall against the parts' boundaries.
+    for (std::size_t n : {0, 1, 2, 7, 100, 3 * (1 << 18) + 5}) {
+        std::vector<float> got(n);
+        std::vector<double> want(n);
+        for (std::size_t i = 0; i < n; ++i) got[i] = static_cast<float>(want[i] = static_cast<double>(i % 97) - 40.0);
+        // Mismatches: near the end (the last part's), in the middle, and two equally bad ones
+        // (the first of them is the worst), plus a NaN that was never written.
+        for (std::size_t i : {n - 1, n / 2, n / 3, 2 * n / 3})
+            if (i < n) got[i] = static_cast<float>(want[i] + 3.0);
+        if (n > 4) got[n / 5] = kNaN;
+        const auto output = floats(got);
+        const Expected expected = expect(want);
+        const auto report_in = [&](std::size_t parts) {
+            const labkit::ForcedPartsForTesting forced(parts);
+            return everything_in(compare_within_tolerance(expected, output, Tolerance{0.5, 0.0, -1}));
+        };
+        const std::string one_pass = report_in(1);
+        for (std::size_t parts : {2, 3, 7, 32})
+            CHECK_MESSAGE(report_in(parts) == one_pass, n << " elements in " << parts << " parts");
+    }
+    // By hand: the only mismatch lies in the last of three parts, the worst of two equal
+    // ones is the first.
+    const labkit::ForcedPartsForTesting forced(3);
+    const auto last = compare_within_tolerance(expect({1, 2, 3, 4, 5, 6}), floats({1, 2, 3, 4, 5, 9}), kExact);
+    CHECK(last.mismatches == 1);
+    CHECK(last.first->index == 5);
+    const auto ties = compare_within_tolerance(expect({1, 2, 3, 4, 5, 6}), floats({1, 4, 3, 4, 7, 6}), kExact);
+    CHECK(ties.first->index == 1);
+    CHECK(ties.worst->index == 1);
+    CHECK(ties.message.find("the worst at") == std::string::npos);  // the worst is the first
+}
+
+TEST_CASE("test_compare_in_parts_a_sampled_index_outside_the_output_is_named") {
+    // The reference's mistake, found by any part: the first one in its list is named.
+    const labkit::ForcedPartsForTesting forced(4);
+    Expected sampled{"c", {2, 3}, {1.0, 2.0, 3.0, 4.0, 5.0}, {0.5, 0.5, 0.5, 0.5, 0.5}};
+    sampled.only = {0, 1, 9, 2, 7};
+    try {
+        compare_within_tolerance(sampled, floats({1, 2, 3, 4, 5, 6}), kExact);
+        FAIL("no error for an index outside the output");
+    } catch (const std::logic_error& e) {
+        CHECK(std::string(e.what()) == "reference for 'c' samples element 9 of 6");
+    }
 }

@@ -6,11 +6,14 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lab_spec.hpp"
 #include "labkit/compare.hpp"
 #include "labkit/datasets.hpp"
+#include "labkit/inputs.hpp"
+#include "labkit/parallel.hpp"
 #include "problem.hpp"
 
 namespace {
@@ -158,4 +161,26 @@ TEST_CASE("test_sobel_cases_cover_the_versions_and_the_bench_counts_pixels") {
     int v1 = 0, v2 = 0;
     for (const auto& c : p.cases) (c.param("version") == 1 ? v1 : v2) += 1;
     CHECK(v1 == v2);
+}
+
+TEST_CASE("test_sobel_reference_in_parts_is_the_lab_sheets_loop") {
+    // The interior rows are cut into parts on several threads: on any number of parts,
+    // including more parts than rows, every pixel is the lab sheet's loop's, borders 0.
+    const std::pair<std::uint64_t, std::uint64_t> shapes[] = {{0, 0}, {4, 0},   {1, 1},   {2, 2},
+                                                              {3, 3}, {3, 200}, {200, 3}, {67, 131}};
+    for (const auto& [width, height] : shapes) {
+        std::vector<std::uint8_t> pixels(width * height);
+        labkit::fill_u8(pixels, 5, labkit::Fill::uniform_u8(0, 0, 255));
+        const auto in = image(width, height, pixels);
+        std::vector<double> want(width * height, 0.0);
+        for (std::uint64_t y = 1; y + 1 < height; ++y)
+            for (std::uint64_t x = 1; x + 1 < width; ++x)
+                if (lab_sobel::magnitude_squared(pixels.data(), width, x, y) > 10000) want[y * width + x] = 255.0;
+        for (std::size_t parts : {1, 2, 3, 7, 32}) {
+            const labkit::ForcedPartsForTesting forced(parts);
+            const auto e = lab_sobel::reference(spec(std::int64_t(width), std::int64_t(height), 10000), {in});
+            REQUIRE(e.size() == 1);
+            CHECK_MESSAGE(e[0].values == want, width << " x " << height << " in " << parts << " parts");
+        }
+    }
 }
