@@ -4,6 +4,29 @@
 set(CUDALAB_ROOT "${CMAKE_CURRENT_LIST_DIR}/.." CACHE INTERNAL "")
 cmake_path(NORMAL_PATH CUDALAB_ROOT)
 
+# The labs of a student bundle, from the cudalab-bundle.json that `cudalab export` writes
+# at its root; empty in the course's own repository, which has no such file.
+function(cudalab_read_bundle_marker out)
+  set(marker "${CUDALAB_ROOT}/cudalab-bundle.json")
+  set(labs "")
+  if(EXISTS "${marker}")
+    set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${marker}")
+    file(READ "${marker}" text)
+    string(JSON count ERROR_VARIABLE error LENGTH "${text}" labs)
+    if(error OR count EQUAL 0)
+      message(FATAL_ERROR "${marker} names no labs (${error}). It is written by `cudalab export`: "
+                          "export the bundle again, or delete the file to build the course's full tree.")
+    endif()
+    math(EXPR last "${count} - 1")
+    set(labs "")
+    foreach(index RANGE ${last})
+      string(JSON lab GET "${text}" labs ${index})
+      list(APPEND labs "${lab}")
+    endforeach()
+  endif()
+  set(${out} "${labs}" PARENT_SCOPE)
+endfunction()
+
 # The toolchain every build needs (the official tree and a submission alike): the CUDA
 # toolkit and threads.
 macro(cudalab_find_toolchain)
@@ -140,13 +163,19 @@ endfunction()
 # Everything of one lab: the header generated from lab.toml, the CPU problem (cases and
 # inputs) and reference, the harness object, the trusted checker, the lab's SDK (what a
 # submission is compiled and linked against, in build/<preset>/sdk/<lab>), the starter,
-# the solution, every ladder rung and the lab's tests.
+# the solution, every ladder rung and the lab's tests. A student bundle
+# (CUDALAB_STUDENT_BUNDLE) stops at the starter: it has no solutions/ and no tests.
 function(cudalab_add_lab lab)
   set(dir "${CUDALAB_ROOT}/labs/${lab}")
   set(gen_dir "${CMAKE_BINARY_DIR}/generated/${lab}")
   set(sdk_dir "${CMAKE_BINARY_DIR}/sdk/${lab}")
   if(NOT EXISTS "${dir}/lab.toml")
     message(FATAL_ERROR "lab '${lab}' has no labs/${lab}/lab.toml")
+  endif()
+  if(NOT CUDALAB_STUDENT_BUNDLE AND NOT EXISTS "${CUDALAB_ROOT}/solutions/${lab}/${lab}.cu")
+    message(FATAL_ERROR "lab '${lab}' has no solutions/${lab}/${lab}.cu. A student bundle builds without "
+                        "solutions: configure it with -DCUDALAB_STUDENT_BUNDLE=ON (the cudalab-bundle.json "
+                        "that `cudalab export` writes turns it on).")
   endif()
   execute_process(
     COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${CUDALAB_ROOT}/grader"
@@ -228,17 +257,22 @@ function(cudalab_add_lab lab)
   set_property(GLOBAL APPEND PROPERTY CUDALAB_OFFICIAL_FILES "${sdk_dir}/sdk.cmake")
 
   set(binary_args INCLUDE_DIR "${sdk_dir}/include" OUTPUT_DIR "${CUDALAB_BIN_DIR}" OBJECTS ${objects} DEPENDS ${lab}_sdk)
-  cudalab_add_lab_binary(NAME ${lab}_solution SOURCE "${CUDALAB_ROOT}/solutions/${lab}/${lab}.cu" ${binary_args})
-  cudalab_add_lab_binary(NAME ${lab}_starter SOURCE "${CUDALAB_ROOT}/starter/${lab}/${lab}.cu" ${binary_args})
-  set(official ${lab}_checker ${lab}_solution ${lab}_starter)
-  file(GLOB rungs CONFIGURE_DEPENDS "${CUDALAB_ROOT}/solutions/${lab}/ladder/*.cu")
-  set(rung_names "")
-  foreach(rung IN LISTS rungs)
-    cmake_path(GET rung STEM stem)
-    cudalab_add_lab_binary(NAME ${lab}_ladder_${stem} SOURCE "${rung}" ${binary_args})
-    list(APPEND rung_names ${lab}_ladder_${stem})
-  endforeach()
-  list(APPEND official ${rung_names})
+  if(CUDALAB_STUDENT_BUNDLE)
+    cudalab_add_lab_binary(NAME ${lab}_starter SOURCE "${CUDALAB_ROOT}/starter/${lab}/${lab}.cu" ${binary_args})
+    set(official ${lab}_checker ${lab}_starter)
+  else()
+    cudalab_add_lab_binary(NAME ${lab}_solution SOURCE "${CUDALAB_ROOT}/solutions/${lab}/${lab}.cu" ${binary_args})
+    cudalab_add_lab_binary(NAME ${lab}_starter SOURCE "${CUDALAB_ROOT}/starter/${lab}/${lab}.cu" ${binary_args})
+    set(official ${lab}_checker ${lab}_solution ${lab}_starter)
+    file(GLOB rungs CONFIGURE_DEPENDS "${CUDALAB_ROOT}/solutions/${lab}/ladder/*.cu")
+    set(rung_names "")
+    foreach(rung IN LISTS rungs)
+      cmake_path(GET rung STEM stem)
+      cudalab_add_lab_binary(NAME ${lab}_ladder_${stem} SOURCE "${rung}" ${binary_args})
+      list(APPEND rung_names ${lab}_ladder_${stem})
+    endforeach()
+    list(APPEND official ${rung_names})
+  endif()
   foreach(target IN LISTS official)
     set_property(GLOBAL APPEND PROPERTY CUDALAB_OFFICIAL_FILES "$<TARGET_FILE:${target}>")
     set_property(GLOBAL APPEND PROPERTY CUDALAB_OFFICIAL_TARGETS ${target})

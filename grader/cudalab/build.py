@@ -22,9 +22,9 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from . import console, forbidden, labs, sdk as sdk_module, symbols
+from . import bundle, console, forbidden, labs, sdk as sdk_module, symbols
 from .config import Config, MIB
-from .errors import CompileError, ForbiddenError, GraderError, SubmissionError
+from .errors import CompileError, ForbiddenError, GraderError, SubmissionError, UsageError
 from .labspec import LabSpec
 from .sandbox import Bind, ProcessResult, Sandbox, build_limits, run_process, scratch_root, toolchain_roots
 from .sdk import Manifest, ManifestError
@@ -212,8 +212,21 @@ def ensure_official(config: Config, spec: LabSpec,
     students are timed against when that is another, and its checker), building them the
     first time. A configured tree is brought up to date (a
     no-op build when nothing changed); a prebuilt tree without a CMake cache, or one this
-    user cannot write (a shared course install), is used as it is."""
-    if implementations is None:
+    user cannot write (a shared course install), is used as it is.
+
+    A student bundle (`cudalab export`) builds no solution and no ladder: by default only
+    the checker is needed there (the SDK is checked where it is used), and asking for a
+    course build it does not hold is a usage error that says so."""
+    if bundle.is_student_bundle(config.root):
+        implementations = ("checker",) if implementations is None else implementations
+        course_only = [impl for impl in implementations if impl not in bundle.BUNDLE_IMPLEMENTATIONS]
+        if course_only:
+            shown = ", ".join("the course solution" if impl == "solution" else
+                              f"the ladder rung '{impl.removeprefix('ladder_')}'" for impl in course_only)
+            raise UsageError(f"This is a student bundle, which does not hold {shown}: of the {spec.name} lab "
+                             "it has the harness, the checker and the starter. Run your own folder (`cudalab "
+                             f"run {spec.name} FOLDER`), or the starter with --target starter.")
+    elif implementations is None:
         implementations = tuple(dict.fromkeys(("solution", labs.scoring_reference(spec), "checker")))
     needed = [labs.official_binary(config, spec.name, impl) for impl in implementations]
     configured = (config.build_dir / "CMakeCache.txt").is_file()
@@ -233,6 +246,19 @@ def ensure_official(config: Config, spec: LabSpec,
     if missing:
         raise GraderError(f"The official build has no {' or '.join(missing)}: the {spec.name} "
                           "lab's targets were not built.")
+
+
+# What a student's own run (`cudalab run LAB FOLDER`, with or without --bench) needs of the
+# official build besides the lab's SDK: the trusted checker, nothing else. Not the
+# solution: a copy of the course that ships without solutions and their binaries (a
+# student bundle) still builds, runs, checks and benchmarks a student's code, and --bench
+# compares it with the lab's calibration instead of a reference run.
+STUDENT_RUN_BINARIES = ("checker",)
+
+
+def ensure_official_for_student_run(config: Config, spec: LabSpec) -> None:
+    """ensure_official for a student's own run: only STUDENT_RUN_BINARIES must be there."""
+    ensure_official(config, spec, STUDENT_RUN_BINARIES)
 
 
 def _sdk(config: Config, spec: LabSpec) -> Path:

@@ -16,6 +16,9 @@ reporting every finding, not only the first:
 It ends with a receipt (text, and JSON with --json or in the receipt file): the hand-in's
 sha256, the lab, each check's verdict, the time and the cudalab version. The exit status
 is 0 only when the hand-in would be accepted (27 when it would not).
+
+No check times the hand-in, so none needs the course's reference solution: a student
+bundle (`cudalab export`) runs the same checks as the course's own install.
 """
 from __future__ import annotations
 
@@ -88,7 +91,7 @@ def _sha256(data: bytes) -> str:
 
 # --- which lab ------------------------------------------------------------------------------
 
-def _manifest_of(hand_in: HandIn) -> dict | None:
+def manifest_of(hand_in: HandIn) -> dict | None:
     entry = hand_in.files().get(MANIFEST)
     if entry is None or entry.data is None:
         return None
@@ -107,7 +110,7 @@ def guess_lab(config: Config, path: Path) -> str | None:
     for lab in known:
         spec = labs.load_lab(config, lab)
         hand_in = handin.read_hand_in(path, spec, config)
-        manifest = _manifest_of(hand_in)
+        manifest = manifest_of(hand_in)
         if manifest and manifest.get("lab") in known:
             return str(manifest["lab"])
         if set(spec.files) <= set(hand_in.files()):
@@ -184,7 +187,7 @@ class HandInCheck:
 
     def _archive(self, check: Check) -> None:
         self.hand_in = handin.read_hand_in(self.path, self.spec, self.config)
-        self.manifest = _manifest_of(self.hand_in)
+        self.manifest = manifest_of(self.hand_in)
         check.add(self.hand_in.findings)
         if self.hand_in.top_folder:
             check.reason = f"everything was in the folder {self.hand_in.top_folder}/, which was looked inside"

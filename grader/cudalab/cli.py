@@ -10,12 +10,12 @@ import json
 import sys
 import traceback
 
-from . import __version__, console
+from . import __version__, bundle, console
 from .config import Config
 from .errors import CompileError, CudalabError
 from .exit_codes import Cli
 
-VERBS = ("new", "build", "run", "check", "pack", "grade", "starter", "ladder", "handout")
+VERBS = ("new", "build", "run", "check", "pack", "grade", "batch", "starter", "ladder", "handout", "export", "calibrate")
 
 
 def _verb_module(name: str):
@@ -31,7 +31,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cudalab", description="Build, run and grade cudalab labs.")
     parser.add_argument("--version", action="version", version=f"cudalab {__version__}")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-    for name in VERBS:
+    for name in bundle.offered_verbs(VERBS):
         module = _verb_module(name)
         summary = (module.__doc__ or "").strip().splitlines()[0].split(": ", 1)[-1]
         sub = verbs.add_parser(name, parents=[common], help=summary, description=module.__doc__,
@@ -53,6 +53,10 @@ def _report_error(args: argparse.Namespace, err: CudalabError) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    missing = bundle.missing_verb(sys.argv[1:] if argv is None else argv, VERBS)
+    if missing:  # a verb of the course's own grader, asked for in a student bundle
+        console.error(missing)
+        return int(Cli.USAGE)
     parser = make_parser()
     try:
         args = parser.parse_args(argv)

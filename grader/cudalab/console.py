@@ -16,7 +16,20 @@ def _rich_console(stream: TextIO):
     return Console(file=stream, highlight=False)
 
 
+_quiet = False
+
+
+def set_quiet(quiet: bool) -> None:
+    """Silence info() and warn() (errors still print): for a command such as `cudalab batch`
+    that grades many submissions at once and shows its own progress instead; what a grade
+    says is in its result either way."""
+    global _quiet
+    _quiet = quiet
+
+
 def _say(prefix: str, style: str, message: str) -> None:
+    if _quiet and prefix != "error: ":
+        return
     console = _rich_console(sys.stderr)
     if console is None:
         print(f"{prefix}{message}", file=sys.stderr, flush=True)

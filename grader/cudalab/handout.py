@@ -1,22 +1,46 @@
-"""`cudalab handout`: render a lab's handout from its lab.toml.
+"""`cudalab handout`: render a lab's handout from its lab.toml and its calibration.
 
-The handout (handouts/<lab>.md) says what the student writes, how it is checked (every
-case and why it is there, every tolerance and why it is what it is), how it is timed and
-scored, and which variants the ladder shows. It is rendered from lab.toml alone, so it
-can never disagree with what the grader does; the rendered copies are kept in the
-repository and `--check` (run by the tests) fails when one is out of date.
+The handout (handouts/<lab>.md, and the same as a page of its own, handouts/<lab>.html)
+says what the student writes, how it is checked (every case and why it is there, every
+tolerance and why it is what it is), how it is timed and scored, the reference's
+calibrated time on each GPU model (labs/<lab>/calibration.json, from `cudalab calibrate`)
+and which variants the ladder shows, with their calibrated medians as a table and, in the
+page, a plot. It is rendered from those files alone, so it can never disagree with what
+the grader does; the rendered copies are kept in the repository and `--check` (run by the
+tests) fails when one is out of date. LAB may be `all`.
+
+Both files come from one template: handout.md.j2 writes the Markdown, and the page is that
+Markdown converted by markdown-it-py (raw HTML off, so whatever lab.toml says is shown as
+text) inside handout.html.j2, with the ladder's plot (matplotlib, deterministic SVG) in
+place of the Markdown's link to it.
 """
 from __future__ import annotations
 
 import argparse
 import difflib
+import io
 import json
+import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from . import console, forbidden, labs, report
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from markupsafe import Markup
+
+from . import calibration, console, forbidden, labs, report
+from .calibration import Calibration
 from .config import Config
 from .labspec import LabSpec
+
+ALL = "all"
+PLOT_ID = "ladder-plot"
+# What makes the plot's SVG the same on every render: fixed ids, text kept as text (no
+# glyph outlines from whatever fonts a machine has), no dates, no version stamp.
+SVG_SETTINGS = {"svg.hashsalt": "cudalab-handout", "svg.fonttype": "none", "font.family": "DejaVu Sans",
+                "font.size": 9.0}
+SVG_METADATA = {"Date": None, "Creator": None}
 
 
 def tolerance_rule(output) -> str:
@@ -30,41 +54,250 @@ def tolerance_rule(output) -> str:
     return " or ".join(parts)
 
 
-def render_handout(spec: LabSpec) -> str:
-    return report.environment().get_template("handout.md.j2").render(
+# --- the calibrated figures -------------------------------------------------------------------
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _ms(value) -> str:
+    if not _number(value):
+        return "-"
+    return f"{value:,.0f}" if value >= 1000 else f"{value:#.4g}".rstrip(".")  # 4 digits: 2.000, 0.1234
+
+
+def _library_text(library: dict | None) -> str:
+    library = library or {}
+    if library.get("name") and _number(library.get("median_ms")):
+        return f"{library['name']}: {_ms(library['median_ms'])} ms"
+    return f"not timed: {library['unavailable']}" if library.get("unavailable") else "-"
+
+
+def calibrated_view(entry: dict) -> dict:
+    """One GPU model's entry as the handout's table shows it."""
+    cases = entry["cases"]
+    rows = []
+    for case in cases:
+        if case["status"] == "skipped":
+            rows.append({"name": case["name"], "median": f"not timed: {case['reason']}", "spread": "-",
+                         "range": "-", "copy_roof": "-", "library": "-", "rate": "-"})
+            continue
+        items = case.get("items_per_s")
+        rows.append({"name": case["name"], "median": _ms(case["median_ms"]),
+                     "spread": f"{100 * case['spread']:.1f}%" if _number(case.get("spread")) else "-",
+                     "range": (f"{_ms(case.get('min_ms'))} to {_ms(case.get('max_ms'))}"
+                               if _number(case.get("min_ms")) and _number(case.get("max_ms")) else "-"),
+                     "copy_roof": f"{case['copy_gbps']:,.0f} GB/s" if _number(case.get("copy_gbps")) else "-",
+                     "library": _library_text(case.get("library")),
+                     "rate": f"{items / 1e9:.2f}" if _number(items) else "-"})
+    return {"gpu": entry["gpu"]["name"], "provenance": calibration.provenance(entry), "rows": rows,
+            "library": any((c.get("library") or {}).get("name") or (c.get("library") or {}).get("unavailable")
+                           for c in cases),
+            "items_name": next((c.get("items_name") or "items" for c in cases if _number(c.get("items_per_s"))), None)}
+
+
+def _rung_cell(rung: dict | None) -> str:
+    if rung is None:
+        return "-"
+    if rung.get("verdict") == "passed" and _number(rung.get("median_ms")):
+        return _ms(rung["median_ms"])
+    return str(rung.get("verdict") or "not run")
+
+
+def ladder_view(entry: dict) -> dict:
+    """One GPU model's ladder timings as the handout's table shows them: a row per rung
+    (numbered as in the list and the plot), a column per bench case, the library's row."""
+    ladder = entry["ladder"]
+    cases = ladder["cases"]
+    names = [r["name"] for r in cases[0]["rungs"]]
+    rows = [{"name": f"{i}. {name}",
+             "cells": [_rung_cell(case["rungs"][i - 1] if i - 1 < len(case["rungs"]) else None) for case in cases]}
+            for i, name in enumerate(names, start=1)]
+    libraries = [case.get("library") or {} for case in cases]
+    named = next((lib["name"] for lib in libraries if lib.get("name")), None)
+    return {"gpu": entry["gpu"]["name"], "settings": f"{ladder['samples']} samples per rung and case, "
+                                                    f"calibrated {calibration.date(entry)}",
+            "cases": [case["name"] for case in cases], "rows": rows,
+            "library": {"name": named, "cells": [_ms(lib.get("median_ms")) for lib in libraries]} if named else None}
+
+
+def ladder_plot_svg(entries: list[dict]) -> str:
+    """The ladder's medians as an SVG (without its XML prologue, to sit inside a page): one
+    panel per bench case, the rungs along x as numbered in the handout, the median on a
+    log scale, a line per GPU model and, dashed in the same colour, the library's median.
+    The same entries give the same bytes on every render."""
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import LogFormatter
+
+    cases: list[str] = []
+    for entry in entries:
+        cases += [c["name"] for c in entry["ladder"]["cases"] if c["name"] not in cases]
+    columns = min(3, len(cases))
+    rows = math.ceil(len(cases) / columns)
+    with matplotlib.rc_context(SVG_SETTINGS):
+        figure = Figure(figsize=(3.4 * columns, 2.8 * rows + 0.5), layout="constrained")
+        FigureCanvasAgg(figure)
+        axes = list(figure.subplots(rows, columns, squeeze=False).flat)
+        lines = {}  # one legend entry per GPU model, by its colour
+        for index, case in enumerate(cases):
+            ax = axes[index]
+            rung_count = 0
+            for colour, entry in enumerate(entries):
+                found = next((c for c in entry["ladder"]["cases"] if c["name"] == case), None)
+                if found is None:
+                    continue
+                rung_count = max(rung_count, len(found["rungs"]))
+                points = [(i, r["median_ms"]) for i, r in enumerate(found["rungs"], start=1)
+                          if r.get("verdict") == "passed" and _number(r.get("median_ms"))]
+                # A GPU's name is text, never matplotlib's $math$.
+                line = ax.plot([x for x, _ in points], [y for _, y in points], marker="o", color=f"C{colour}",
+                               label=entry["gpu"]["name"].replace("$", r"\$"))[0]
+                lines.setdefault(colour, line)
+                library = found.get("library") or {}
+                if _number(library.get("median_ms")):
+                    ax.axhline(library["median_ms"], color=f"C{colour}", linestyle="--", linewidth=1)
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(LogFormatter(10))  # 20, 0.5: milliseconds read as numbers
+            ax.yaxis.set_minor_formatter(LogFormatter(10, labelOnlyBase=False))
+            ax.set_title(case)
+            ax.set_xlabel("rung")
+            ax.set_ylabel("median ms")
+            ax.set_xticks(range(1, rung_count + 1))
+            ax.grid(True, which="major", alpha=0.3)
+        for ax in axes[len(cases):]:
+            ax.set_visible(False)
+        handles = [lines[colour] for colour in sorted(lines)]
+        handles.append(Line2D([], [], color="0.4", linestyle="--", linewidth=1, label="library"))
+        figure.legend(handles=handles, loc="outside lower center", ncols=min(4, len(handles)), frameon=False)
+        written = io.StringIO()
+        figure.savefig(written, format="svg", metadata=SVG_METADATA)
+    svg = written.getvalue()
+    return svg[svg.index("<svg"):]
+
+
+# --- rendering -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Handout:
+    markdown: str
+    html: str
+
+
+def plot_href(spec: LabSpec) -> str:
+    """Where the Markdown links to the plot: the page beside it."""
+    return f"{spec.name}.html#{PLOT_ID}"
+
+
+def _context(spec: LabSpec, known: Calibration | None) -> dict:
+    entries = list(known.entries) if known is not None else []
+    ladders = [e for e in entries if e.get("ladder")] if spec.ladder else []
+    return dict(
         lab=spec, tolerance_rule=tolerance_rule,
         library_titles={key: library.title for key, library in forbidden.LIBRARIES.items()},
         bytes_per_case={c.name: spec.bytes_moved(c) for c in spec.bench_cases},
-        reference_rung=next((r.name for r in spec.ladder if r.source == spec.scoring.reference), ""))
+        reference_rung=next((r.name for r in spec.ladder if r.source == spec.scoring.reference), ""),
+        reference_words=calibration.reference_words(spec),
+        calibrated=[calibrated_view(e) for e in entries],
+        ladders=[ladder_view(e) for e in ladders],
+        plot_href=plot_href(spec))
+
+
+def render_markdown(spec: LabSpec, known: Calibration | None) -> str:
+    return report.environment().get_template("handout.md.j2").render(**_context(spec, known))
+
+
+def _plot_in_place_of_its_link(href: str, figure: str):
+    """A markdown-it core rule: the paragraph that is only the link `href` becomes `figure`."""
+    def rule(state) -> None:
+        tokens = state.tokens
+        for i in range(len(tokens) - 2):
+            children = tokens[i + 1].children or []
+            if (tokens[i].type == "paragraph_open" and tokens[i + 1].type == "inline"
+                    and [c.type for c in children] == ["link_open", "text", "link_close"]
+                    and children[0].attrGet("href") == href):
+                tokens[i:i + 3] = [Token("html_block", "", 0, content=figure + "\n", block=True)]
+                return
+    return rule
+
+
+def markdown_to_html(markdown: str, plot_href: str | None = None, figure: str | None = None) -> str:
+    """Markdown as HTML by markdown-it-py (CommonMark with tables; raw HTML in the text is
+    escaped, never passed through). With `figure`, the paragraph that is only a link to
+    `plot_href` is replaced by it."""
+    converter = MarkdownIt("js-default")
+    if figure is not None:
+        converter.core.ruler.push("cudalab_plot", _plot_in_place_of_its_link(plot_href, figure))
+    return converter.render(markdown)
+
+
+def render(spec: LabSpec, known: Calibration | None) -> Handout:
+    """The handout of `spec` with the calibration `known` (None: not calibrated yet), as
+    Markdown and as a page."""
+    markdown = render_markdown(spec, known)
+    figure = None
+    ladders = [e for e in known.entries if e.get("ladder")] if known is not None and spec.ladder else []
+    if ladders:
+        caption = ("The ladder's median time per bench case, rung by rung (numbered as in the list above), on each "
+                   "calibrated GPU model; dashed: the library's median. Log scale.")
+        figure = f'<figure id="{PLOT_ID}">\n{ladder_plot_svg(ladders)}<figcaption>{caption}</figcaption>\n</figure>'
+    body = markdown_to_html(markdown, plot_href(spec), figure)
+    html = report.environment().get_template("handout.html.j2").render(title=spec.title, body=Markup(body))
+    return Handout(markdown, html)
+
+
+def render_handout(spec: LabSpec) -> str:
+    """The Markdown handout as `cudalab handout` writes it: with the calibration that lies
+    beside the lab's lab.toml."""
+    return render_markdown(spec, calibration.read(spec.folder / calibration.FILE_NAME, spec.name))
 
 
 def handout_path(config: Config, spec: LabSpec) -> Path:
     return config.root / "handouts" / f"{spec.name}.md"
 
 
+def html_path(config: Config, spec: LabSpec) -> Path:
+    return config.root / "handouts" / f"{spec.name}.html"
+
+
+# --- the verb ---------------------------------------------------------------------------------
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    labs.add_generated_file_arguments(parser, "handout")
+    labs.add_generated_file_arguments(parser, "handout", every=ALL)
+
+
+def _one_lab(config: Config, spec: LabSpec, check: bool, quiet_diff: bool) -> dict:
+    """Render one lab's handout; write the files that changed, or with `check` say which are
+    out of date (with a diff)."""
+    rendered = render(spec, calibration.load(config, spec))
+    stale = []
+    for path, wanted in ((handout_path(config, spec), rendered.markdown), (html_path(config, spec), rendered.html)):
+        have = path.read_text(encoding="utf-8") if path.is_file() else ""
+        if have == wanted:
+            continue
+        stale.append(str(path))
+        if check:
+            (sys.stderr if quiet_diff else sys.stdout).writelines(difflib.unified_diff(
+                have.splitlines(keepends=True), wanted.splitlines(keepends=True),
+                fromfile=str(path), tofile=f"rendered from {spec.path}"))
+            console.error(f"out of date: {path}; run `cudalab handout {spec.name}`")
+        else:
+            report.atomic_write_text(path, wanted)
+            console.info(f"wrote {path}")
+    if not stale:
+        console.info(f"{spec.name}: the handout is up to date")
+    return {"schema": "cudalab.handout/1", "lab": spec.name, "path": str(handout_path(config, spec)),
+            "html_path": str(html_path(config, spec)), "checked_only": check,
+            "out_of_date" if check else "written": stale}
 
 
 def main(args: argparse.Namespace, config: Config) -> int:
-    spec = labs.load_lab(config, args.lab)
-    path = handout_path(config, spec)
-    wanted = render_handout(spec)
-    have = path.read_text(encoding="utf-8") if path.is_file() else ""
-    stale = have != wanted
+    names = labs.available_labs(config.root) if args.lab == ALL else [args.lab]
+    specs = [labs.load_lab(config, name) for name in names]
+    done = [_one_lab(config, spec, bool(args.check), bool(args.json)) for spec in specs]
     if args.json:
-        print(json.dumps({"schema": "cudalab.handout/1", "lab": spec.name, "path": str(path),
-                          "checked_only": bool(args.check), "out_of_date" if args.check else "written": stale},
-                         indent=2))
-    if not stale:
-        console.info(f"{spec.name}: the handout is up to date")
-        return 0
-    if args.check:
-        (sys.stderr if args.json else sys.stdout).writelines(difflib.unified_diff(have.splitlines(keepends=True), wanted.splitlines(keepends=True),
-                                                   fromfile=str(path), tofile=f"rendered from {spec.path}"))
-        console.error(f"out of date: {path}; run `cudalab handout {spec.name}`")
-        return 1
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(wanted, encoding="utf-8")
-    console.info(f"wrote {path}")
-    return 0
+        print(json.dumps(done[0] if args.lab != ALL else {"schema": "cudalab.handout/1", "labs": done}, indent=2))
+    stale = any(d.get("out_of_date") for d in done)
+    return 1 if stale else 0

@@ -48,9 +48,11 @@ def scoring_reference(spec: labspec.LabSpec) -> str:
     return ladder_stems(spec)[PurePosixPath(spec.scoring.reference).stem]
 
 
-def add_generated_file_arguments(parser, what: str) -> None:
-    """The arguments of a verb that writes a file generated from a lab (`starter`, `handout`)."""
-    parser.add_argument("lab", help=f"the lab whose {what} to generate")
+def add_generated_file_arguments(parser, what: str, every: str | None = None) -> None:
+    """The arguments of a verb that writes a file generated from a lab (`starter`, `handout`);
+    `every`: the word that names every lab at once, where the verb takes one."""
+    parser.add_argument("lab", help=f"the lab whose {what} to generate"
+                        + (f", or '{every}' for every lab" if every else ""))
     parser.add_argument("--check", action="store_true",
                         help=f"do not write: exit 1 and print a diff when the {what} is out of date")
 

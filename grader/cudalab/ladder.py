@@ -72,21 +72,22 @@ def _implementation(spec: LabSpec, source: str) -> str:
     return labs.ladder_stems(spec)[Path(source).stem]
 
 
-def _run_rung(runner: Runner, binary: Path, cases: list[str], args: argparse.Namespace, seed: int,
+def bench_run(runner: Runner, binary: Path, cases: list[str], *, samples: int, warmup: int, seed: int,
               extra: tuple[str, ...] = ()) -> dict:
-    """One rung over the bench cases: its own timings, and the checker's verdict on the
-    sample it kept of each case (judged against that sample's own inputs). `extra` goes to
-    the rung's command line (--block WxH)."""
+    """One official binary (a rung, or the reference `cudalab calibrate` times) over the
+    bench cases: its own timings, and the checker's verdict on the sample it kept of each
+    case (judged against that sample's own inputs). `extra` goes to its command line
+    (--block WxH). Raises NoDeviceRun when there is no GPU to run on."""
     if not cases:  # the rung skips every case asked for
         return {"result": None, "run": {}, "verdicts": {}}
-    argv = ["--bench", "--seed", seed, "--samples", args.samples, "--warmup", args.warmup,
+    argv = ["--bench", "--seed", seed, "--samples", samples, "--warmup", warmup,
             "--dump", f"{RUN}/dump", "--json", f"{RUN}/run.json", *extra]
     for case in cases:
         argv += ["--bench-case", case]
     result, folder = runner.run(binary, argv, timeout_s=runner.config.process_timeout_s * max(1, len(cases)),
                                 official=True)
     if result.exit_code == Harness.NO_DEVICE:
-        raise _NoDevice(result.stderr_head())
+        raise NoDeviceRun(result.stderr_head())
     produced = read_untrusted_json(folder / "run.json") or {}
     verdicts: dict[str, dict] = {}
     for case, seed in kept_bench_samples(produced):
@@ -97,12 +98,15 @@ def _run_rung(runner: Runner, binary: Path, cases: list[str], args: argparse.Nam
     return {"result": result, "run": produced, "verdicts": verdicts}
 
 
-class _NoDevice(Exception):
-    pass
+class NoDeviceRun(Exception):
+    """An official binary found no CUDA device (exit 4): nothing was timed."""
 
 
-def _row(rung_name: str, implementation: str, bench: dict | None, verdict: dict | None,
-         failure: str) -> dict:
+def bench_row(rung_name: str, implementation: str, bench: dict | None, verdict: dict | None,
+              failure: str) -> dict:
+    """One bench case of one official binary's run, as the ladder's tables (and the
+    calibration) keep it: its timings from the run JSON and the checker's word on its kept
+    sample; `failure` says why there is no timing when the run produced none."""
     row = {"name": rung_name, "binary": implementation}
     if bench is None:
         row.update(status="error", verdict="not run", message=failure or "the rung produced no timing")
@@ -119,7 +123,8 @@ def _row(rung_name: str, implementation: str, bench: dict | None, verdict: dict 
                library=bench.get("library"),
                items_per_s=bench.get("items_per_s"), items_name=bench.get("items_name"),
                library_items_per_s=bench.get("library_items_per_s"),
-               sm_clock_mhz=bench.get("sm_clock_mhz_after"))
+               sm_clock_mhz=bench.get("sm_clock_mhz_after"),
+               sm_clock_mhz_before=bench.get("sm_clock_mhz_before"))
     if verdict is None:
         row["verdict"] = "unchecked"
         row["message"] = "the trusted checker has no verdict for this run"
@@ -144,7 +149,8 @@ def run_ladder(config: Config, spec: LabSpec, args: argparse.Namespace) -> dict:
         for rung, implementation in zip(spec.ladder, implementations):
             console.info(f"{spec.name}: {rung.name} ({implementation})")
             mine = [c for c in cases if c not in rung.skip_bench_cases]
-            per_rung.append(_run_rung(runner, runner.official(implementation), mine, args, seed))
+            per_rung.append(bench_run(runner, runner.official(implementation), mine, samples=args.samples,
+                                      warmup=args.warmup, seed=seed))
         if args.profile is not None:
             profiles = _profile(runner, spec, implementations, args.profile or _smallest(spec, cases), seed)
     finally:
@@ -162,8 +168,8 @@ def run_ladder(config: Config, spec: LabSpec, args: argparse.Namespace) -> dict:
                 rows.append(row)
                 continue
             bench = next((b for b in outcome["run"].get("bench", []) if b.get("name") == case), None)
-            row = _row(rung.name, implementation, bench, outcome["verdicts"].get(case),
-                       outcome["result"].describe() if outcome["result"].exit_code else "")
+            row = bench_row(rung.name, implementation, bench, outcome["verdicts"].get(case),
+                            outcome["result"].describe() if outcome["result"].exit_code else "")
             median = row.get("median_ms")
             row["speedup_over_previous"] = (previous / median if previous and median else None)
             if median and row.get("verdict") == "passed":
@@ -301,7 +307,8 @@ def run_blocks(config: Config, spec: LabSpec, args: argparse.Namespace) -> dict:
         binary = runner.official(implementation)
         for shape in args.blocks:
             console.info(f"{spec.name}: {rung_name} ({implementation}) with block {shape}")
-            outcomes.append(_run_rung(runner, binary, mine, args, seed, extra=("--block", shape)))
+            outcomes.append(bench_run(runner, binary, mine, samples=args.samples, warmup=args.warmup, seed=seed,
+                                      extra=("--block", shape)))
     finally:
         if not config.keep_temp:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -327,7 +334,7 @@ def blocks_table(spec: LabSpec, rung_name: str, implementation: str, shapes: lis
                 continue
             bench = next((b for b in outcome["run"].get("bench", []) if isinstance(b, dict) and b.get("name") == case),
                          None)
-            row = _row(rung_name, implementation, bench, outcome["verdicts"].get(case), failure)
+            row = bench_row(rung_name, implementation, bench, outcome["verdicts"].get(case), failure)
             row_cases[case] = {k: v for k, v in row.items() if k not in ("name", "binary")}
         blocks.append({"block": shape, "cases": row_cases})
     table_cases = []
@@ -401,7 +408,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
             raise UsageError("--profile and --blocks are separate runs: give one of them.")
     try:
         result = run_ladder(config, spec, args) if args.blocks is None else run_blocks(config, spec, args)
-    except _NoDevice as reason:
+    except NoDeviceRun as reason:
         console.error(f"No CUDA device: the ladder was built but not run ({reason}).")
         return int(Cli.NO_DEVICE)
     if args.json:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import jinja2
 
 RESULT_FILE = "result.json"
 FEEDBACK_FILE = "feedback.md"
+FEEDBACK_HTML_FILE = "feedback.html"
 
 STATUS_WORDS = {
     "graded": "graded",
@@ -27,14 +29,14 @@ STATUS_WORDS = {
 }
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write via a temporary file in the same folder and os.replace: readers see the old file
     or the new one, never half of one, even if the grader is killed mid-write."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp, path)
@@ -43,22 +45,55 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
-def _points(value: float | None) -> str:
+def atomic_write_text(path: Path, text: str) -> None:
+    """atomic_write_bytes of the text in UTF-8."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def points_text(value: float | None) -> str:
+    """Points as the reports show them: '70', '46.7', '-' for none."""
     if value is None:
         return "-"
     return f"{value:.1f}" if value != int(value) else f"{int(value)}"
 
 
-def _ms(value: float | None) -> str:
+def ms_text(value: float | None) -> str:
+    """A time per run: '0.2565 ms', '-' for none."""
     return "-" if value is None else f"{value:.4g} ms"
 
 
+def _fence(text: str | list[str]) -> str:
+    """A Markdown code fence longer than any run of backticks in `text`, so that compiler
+    output quoting backticks cannot end the block early and turn into Markdown."""
+    body = "\n".join(text) if isinstance(text, list) else str(text)
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _table_cell(text: str) -> str:
+    """Text that stays inside one cell of a Markdown table."""
+    return " ".join(str(text).replace("|", "\\|").splitlines())
+
+
+def _relative_link(path: str) -> str | None:
+    """A link the feedback may hold: a relative path below its own folder (the grader's
+    pictures under images/), or None."""
+    path = str(path)
+    if not path or "\\" in path or ":" in path or any(p in ("", ".", "..") for p in path.split("/")):
+        return None
+    return path
+
+
 def environment() -> jinja2.Environment:
-    """The Jinja2 environment of every template the package ships."""
+    """The Jinja2 environment of every template the package ships. Templates named *.html.j2
+    are autoescaped: whatever a result holds (compiler output, a file name) is shown as text."""
     env = jinja2.Environment(loader=jinja2.PackageLoader("cudalab", "templates"),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                             trim_blocks=True, lstrip_blocks=True, autoescape=False)
-    env.filters.update(points=_points, ms=_ms)
+                             trim_blocks=True, lstrip_blocks=True,
+                             autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",),
+                                                                 default_for_string=False, default=False))
+    env.filters.update(points=points_text, ms=ms_text, fence=_fence, table_cell=_table_cell,
+                       relative_link=_relative_link)
     env.globals.update(status_words=STATUS_WORDS)
     return env
 
@@ -73,6 +108,11 @@ def render_summary(result: dict) -> str:
 
 def render_feedback(result: dict) -> str:
     return render("feedback.md.j2", result)
+
+
+def render_feedback_html(result: dict) -> str:
+    """The same feedback as render_feedback, as a page of its own (escaped HTML)."""
+    return render("feedback.html.j2", result)
 
 
 def write_outputs(out_dir: Path, result: dict) -> dict[str, Path]:

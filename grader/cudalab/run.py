@@ -10,6 +10,10 @@ In a lab whose arrays are pictures (sobel), a failing case gets a difference ima
 an expected edge is missing, cyan: an edge where none is expected) and its message says
 where; --save-images DIR keeps every case's pictures as PNG. --block WxH launches a lab
 whose API takes a block shape with that shape.
+With --bench, each bench case's time is also shown over the reference's calibrated time on
+this GPU model (labs/<lab>/calibration.json, recorded by `cudalab calibrate`), or a
+sentence says plainly that this GPU model has no calibration. The course's solution is not
+needed for that: a copy of the course without it (a student bundle) benchmarks too.
 The exit status is 0 when every case passed, 1 when some failed, the lab binary's own code
 when it stopped early (3 CUDA error, 5 timeout, 6 internal), 23 when there is no CUDA
 device, and the CLI's codes (20-22, 24) for problems before the run.
@@ -23,7 +27,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from . import build, console, images, labs
+from . import build, calibration, console, images, labs
 from .config import Config
 from .errors import GraderError, SubmissionError, UsageError
 from .exit_codes import Cli, Harness
@@ -54,7 +58,7 @@ def resolve_target(config: Config, spec: LabSpec, runner: Runner, folder: Path |
         what = "is not a folder" if folder.exists() else "does not exist"
         raise SubmissionError(f"{folder} {what}. Give the folder that holds your "
                               f"{', '.join(spec.files)}.{hint}")
-    build.ensure_official(config, spec)
+    build.ensure_official_for_student_run(config, spec)  # the checker and the SDK: no solution needed
     built, reused = build.build_submission_reusing(config, spec, folder,
                                                    build.submission_work_dir(config, spec.name, folder))
     return built.binary, (f"your {', '.join(built.staged.copied)} from {built.staged.folder}"
@@ -141,14 +145,34 @@ def versus_library(entry: dict) -> str:
     return f"{fraction:.2f}x" if isinstance(fraction, (int, float)) else "-"
 
 
-def _bench_row(entry: dict, verdicts: dict[str, dict], throughput: bool = False) -> tuple:
-    extra = 2 if throughput else 0
+def _bench_row(entry: dict, verdicts: dict[str, dict], throughput: bool = False,
+               ratios: dict[str, float | None] | None = None) -> tuple:
+    """One row of the bench table; with `ratios` (the calibration of this GPU model), the
+    row's time over the reference's calibrated time in a last column."""
+    extra = (2 if throughput else 0) + (1 if ratios is not None else 0)
     if entry.get("status") == "skipped":
         return (entry.get("name"), "skipped", "-", "-", "-", "-") + ("-",) * extra
     row = (entry.get("name"), (verdicts.get(entry.get("name")) or {}).get("status", "not checked"),
            f"{entry.get('median_ms', 0):.4g}", f"{entry.get('gbps', 0):.1f}",
            f"{100 * (entry.get('fraction_of_baseline') or 0):.0f}%", f"{100 * (entry.get('spread') or 0):.1f}%")
-    return row + ((giga_per_s(entry.get("items_per_s")), versus_library(entry)) if throughput else ())
+    row += (giga_per_s(entry.get("items_per_s")), versus_library(entry)) if throughput else ()
+    if ratios is not None:
+        ratio = ratios.get(entry.get("name"))
+        row += (f"{ratio:.2f}x" if isinstance(ratio, float) else "-",)
+    return row
+
+
+# --- the calibrated reference -------------------------------------------------------------
+
+def calibration_comparison(config: Config, spec: LabSpec, run_json: dict | None, target: str | None) -> dict:
+    """--bench: the run's times over the reference's calibrated times on this GPU model
+    (calibration.compare_bench), or the sentence that says why there are none. A
+    calibration file that cannot be read is said in a warning; the run goes on."""
+    try:
+        known = calibration.load(config, spec)
+    except calibration.CalibrationError as err:
+        return {"ratios": {}, "error": str(err), "sentence": f"No comparison with the reference's time: {err}"}
+    return calibration.compare_bench(known, spec, run_json, "your" if target is None else "this build's")
 
 
 # --- pictures ----------------------------------------------------------------------------
@@ -212,19 +236,27 @@ def not_run_sentence(run_json: dict | None) -> str:
     return "No CUDA device here: the program was built but could not run."
 
 
-def _show(run_json: dict | None, verdicts: dict[str, dict], result: ProcessResult, bench: bool) -> None:
+def _show(run_json: dict | None, verdicts: dict[str, dict], result: ProcessResult, bench: bool,
+          comparison: dict | None = None) -> None:
     if not bench and verdicts:
         rows = [(name, v.get("status"), v.get("message", "") if v.get("status") != "passed" else "")
                 for name, v in verdicts.items()]
         console.table("Cases (judged by the lab's checker)", ("case", "status", "first problem"), rows)
     entries = [b for b in (run_json or {}).get("bench", []) if isinstance(b, dict)]
     counted = items_name(entries)
-    bench_rows = [_bench_row(b, verdicts, throughput=counted is not None) for b in entries]
+    ratios = (comparison or {}).get("ratios") if (comparison or {}).get("calibrated_gpu") else None
+    bench_rows = [_bench_row(b, verdicts, throughput=counted is not None, ratios=ratios) for b in entries]
     if bench_rows:
         block = (run_json or {}).get("block")
         console.table("Benchmark" + (f" (block {block})" if isinstance(block, str) else ""),
                       ("case", "checked sample", "median ms", "GB/s", "of copy", "spread",
-                       *((f"G{counted}/s", "vs library") if counted else ())), bench_rows)
+                       *((f"G{counted}/s", "vs library") if counted else ()),
+                       *(("vs reference",) if ratios is not None else ())), bench_rows)
+    if comparison and bench_rows:
+        if comparison.get("error"):
+            console.warn(comparison["sentence"])
+        else:
+            console.text(comparison["sentence"])
     for entry in entries:
         if entry.get("status") == "skipped":
             console.warn(f"{entry.get('name')} was skipped: {entry.get('reason', 'no reason given')}")
@@ -319,6 +351,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
         all_passed = bool(verdicts) and all(v.get("status") == "passed" for v in verdicts.values())
         skipped_all = args.bench and bool(run_json) and all(
             isinstance(b, dict) and b.get("status") == "skipped" for b in run_json.get("bench") or [{}])
+        comparison = calibration_comparison(config, spec, run_json, args.target) if args.bench else None
         if args.json:
             print(json.dumps({"schema": "cudalab.run-result/1", "lab": spec.name,
                               "target": args.target, "folder": str(args.folder) if args.folder else None,
@@ -326,14 +359,14 @@ def main(args: argparse.Namespace, config: Config) -> int:
                               "exit_code": exit_status(result, all_passed, skipped_all), "wall_s": round(result.wall_s, 4),
                               "description": result.describe(), "stderr_head": result.stderr_head(20),
                               "isolation": runner.sandbox.isolation.to_json(), "verdicts": verdicts,
-                              "block": args.block,
+                              "block": args.block, "calibration": comparison,
                               "images": None if saved is None else {"folder": str(args.save_images),
                                                                     "legend": images.LEGEND, "cases": saved},
                               "run": run_json}, indent=2))
         else:
             if not args.bench and result.stdout.strip() and not verdicts:
                 console.text(result.stdout)
-            _show(run_json, verdicts, result, args.bench)
+            _show(run_json, verdicts, result, args.bench, comparison)
             if saved is not None:
                 _say_saved(args.save_images, saved)
             elif args.save_images is not None:

@@ -93,8 +93,9 @@ def implementation(argv):
     a = p.parse_args(argv)
     run = {"schema": "cudalab.run/1", "lab": "toy", "implementation": B.get("name", "fake"),
            "seed": a.seed, "mode": "paced" if a.paced else "bench" if a.bench else "check", "status": "unchecked",
-           "device": {"name": "Fake GPU", "compute_capability": "9.0", "driver_version": 13000,
-                      "runtime_version": 13000, "sm_clock_mhz": 1980.0},
+           "device": {"name": B.get("gpu_name", "Fake GPU"), "compute_capability": "9.0", "sm_count": 132,
+                      "global_memory_bytes": 85 * 2 ** 30, "driver_version": 13000, "runtime_version": 13000,
+                      "sm_clock_mhz": 1980.0},
            "cases": [], "bench": []}
     if a.list_cases:
         print("\n".join(CASES + BENCH))
@@ -117,10 +118,16 @@ def implementation(argv):
         for name in a.bench_case or BENCH:
             time.sleep((a.warmup + a.samples) * B.get("sample_ms", 1.0) / 1000.0)
             if a.dump:
-                dump_path(a.dump, name).write_text(expected(a.seed + 1, name))
+                dump_path(a.dump, name).write_text("poison\n" if B.get("bench_wrong") else expected(a.seed + 1, name))
             median = B.get("report_ms", B.get("sample_ms", 1.0))
-            run["bench"].append({"name": name, "status": "unchecked", "median_ms": median, "spread": 0.01,
-                                 "samples_ms": [median] * a.samples, "checked_sample_seed": a.seed + 1})
+            row = {"name": name, "status": "unchecked", "median_ms": median, "min_ms": 0.98 * median,
+                   "max_ms": 1.05 * median, "spread": 0.01, "samples_ms": [median] * a.samples,
+                   "checked_sample_seed": a.seed + 1, "sm_clock_mhz_before": 1980.0, "sm_clock_mhz_after": 1965.0}
+            if B.get("baselines") and not a.no_baselines:  # the copy roof and the library, as the harness times them
+                row.update(gbps=12.0 / median, fraction_of_baseline=0.5, fraction_of_library=0.8,
+                           baseline={"name": "device-to-device copy", "median_ms": median / 2, "gbps": 24.0 / median},
+                           library={"name": "CUB", "median_ms": 0.8 * median, "spread": 0.02, "gbps": 15.0 / median})
+            run["bench"].append(row)
     else:
         for index, name in enumerate(a.case or CASES):
             if B.get("crash_after") == index:

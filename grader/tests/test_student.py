@@ -161,8 +161,9 @@ def test_a_bad_seed_is_a_usage_error_not_the_labs_fault(seed, in_repo, capsys):
 BAD_ARGUMENTS = [
     [], ["--version"], ["--help"], ["frobnicate"],
     *[[verb] for verb in cli.VERBS],
-    *[[verb, "nolab"] for verb in ("new", "build", "run", "pack", "grade", "starter", "ladder", "handout")],
-    ["run", "vector_add", "no/such/folder"], ["run", "vector_add", "--target", "nonsense"],
+    *[[verb, "nolab"] for verb in ("new", "build", "run", "pack", "grade", "starter", "ladder", "handout",
+                                   "calibrate")],
+    ["calibrate", "vector_add", "--samples", "0"], ["run", "vector_add", "no/such/folder"], ["run", "vector_add", "--target", "nonsense"],
     ["run", "vector_add", "--seed", "x"], ["run", "vector_add", "README.md"],
     ["build", "vector_add", "no/such/folder"], ["grade", "vector_add", "no/such/folder", "--out", "/dev/null"],
     ["check", "no/such/hand-in"], ["check", "README.md"], ["check", ".", "--lab", "nolab"],

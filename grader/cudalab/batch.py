@@ -1,0 +1,359 @@
+"""`cudalab batch`: grade a whole class's hand-ins, crash-safe and resumable.
+
+    cudalab batch LAB HAND-INS --out DIR [--gpus 0,1] [--jobs N] [--regrade ID ...]
+
+HAND-INS is a folder with one hand-in per student: a folder, a .tar.gz/.tgz/.tar or a .zip
+(what `cudalab pack` makes). The student's id comes from the hand-in's manifest, else from
+its name (`vector_add-s123.tar.gz` and `s123/` are both s123); it is only ever data: the
+student's results folder is named by the grader (a cleaned form of the id and a hash of
+it). Each hand-in is graded exactly as `cudalab grade` grades one (staged, built and run in
+the sandbox, judged by the trusted checker, timed against the reference in the same
+session): builds run side by side on the CPU cores, and each GPU runs one program at a
+time, its timing rounds alone (gpu.exclusive), so that one grade's checks on the CPU go on
+while the next uses the GPU.
+
+Crash-safe: each grade is committed as DIR/records/<key>.json (written atomically, the
+hand-in's sha256 in it) the moment it is done. A batch killed at any point (SIGKILL
+included) and started again skips what was committed, grades again what was half done,
+and loses and duplicates nothing; a hand-in whose hash changed since it was graded is
+reported and keeps its grade until `--regrade ID` (or `--regrade-changed`) grades it
+again. The class outputs (gradebook.csv, canvas.csv, summary.html) and each student's
+feedback (students/<key>/) are written from the records at the end of every run, and
+say so when the batch is not complete.
+
+Where the work runs is an executor (executor.py): this machine's CPUs and GPUs, or a
+cluster scheduler's jobs, with the same records and outputs.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import __version__, console, handin, labs, publish, report
+from .check import manifest_of
+from .config import Config
+from .errors import UsageError
+from .exit_codes import Cli
+from .labspec import LabSpec
+from .sdk import sha256_file
+
+SCHEMA = "cudalab.batch/1"
+RECORD_SCHEMA = "cudalab.batch-record/1"
+BATCH_FILE = "batch.json"
+RECORDS = "records"
+_ID_FROM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
+_ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# --- the hand-ins ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Job:
+    """One student's hand-in to grade."""
+    key: str        # the grader's name for this student's files (publish.safe_id): records/<key>.json, students/<key>/
+    student: str    # the id, as data
+    handin: Path    # the folder or archive
+    sha256: str     # of the archive, or of the folder's files
+    id_from: str    # 'manifest' or 'name'
+
+    def to_json(self) -> dict:
+        return {"key": self.key, "student": self.student, "handin": self.handin.name,
+                "handin_path": str(self.handin), "sha256": self.sha256, "id_from": self.id_from}
+
+
+def folder_digest(folder: Path) -> str:
+    """sha256 over a folder's files (their paths and contents), never following a link."""
+    digest = hashlib.sha256()
+    for top, dirs, files in os.walk(folder, followlinks=False):
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(top) / name
+            relative = path.relative_to(folder).as_posix()
+            mode = path.lstat().st_mode
+            content = (sha256_file(path) if stat.S_ISREG(mode)
+                       else f"link:{os.readlink(path)}" if stat.S_ISLNK(mode) else "other")
+            digest.update(f"{relative}\0{content}\n".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def handin_digest(path: Path) -> str:
+    return folder_digest(path) if path.is_dir() and not path.is_symlink() else sha256_file(path)
+
+
+def _name_id(lab: str, name: str) -> str:
+    for suffix in _ARCHIVE_SUFFIXES:
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return name[len(lab) + 1:] if name.startswith(f"{lab}-") and len(name) > len(lab) + 1 else name
+
+
+def _is_handin(path: Path) -> str | None:
+    """Why `path` is not a hand-in, or None when it is one."""
+    if path.is_symlink():
+        return "it is a symbolic link (hand-ins are folders or archives)"
+    if path.is_dir():
+        return None
+    if path.is_file() and path.name.lower().endswith(_ARCHIVE_SUFFIXES):
+        return None
+    return "it is neither a folder nor a .tar.gz, .tgz, .tar or .zip archive"
+
+
+def discover(config: Config, spec: LabSpec, folder: Path) -> tuple[list[Job], list[dict]]:
+    """The hand-ins in `folder`, one job per student, and the entries that were skipped
+    (with why). The id is the manifest's `student` when it has one, else the name's."""
+    if not folder.is_dir():
+        raise UsageError(f"{folder} is not a folder. Give the folder that holds one hand-in per student "
+                         "(folders, .tar.gz or .zip archives).")
+    jobs: dict[str, Job] = {}
+    skipped: list[dict] = []
+    for path in sorted(folder.iterdir(), key=lambda p: p.name):
+        if path.name.startswith("."):
+            continue
+        why = _is_handin(path)
+        if why:
+            skipped.append({"name": path.name, "reason": why})
+            continue
+        manifest = manifest_of(handin.read_hand_in(path, spec, config))
+        said = (manifest or {}).get("student")
+        if isinstance(said, str) and _ID_FROM_NAME.fullmatch(said):
+            student, id_from = said, "manifest"
+        else:
+            student, id_from = _name_id(spec.name, path.name), "name"
+        key = publish.safe_id(student)
+        if key in jobs:
+            skipped.append({"name": path.name, "reason": f"another hand-in ({jobs[key].handin.name}) is "
+                            f"also student {student!r}'s; only that one is graded"})
+            continue
+        jobs[key] = Job(key, student, path.resolve(), handin_digest(path), id_from)
+    return list(jobs.values()), skipped
+
+
+# --- the results folder ---------------------------------------------------------------------
+
+class Store:
+    """DIR: batch.json (which lab, which hand-ins), records/<key>.json (one per graded
+    hand-in, written atomically: the commit point of a grade) and the outputs."""
+
+    def __init__(self, out: Path):
+        self.out = out
+        self.records = out / RECORDS
+        self._lock_handle = None
+
+    @contextlib.contextmanager
+    def locked(self):
+        """One batch at a time per results folder; the lock goes with the process, however
+        it ends."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        handle = open(self.out / ".lock", "a+", encoding="utf-8")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip()
+            handle.close()
+            raise UsageError(f"Another batch is writing to {self.out} now ({holder or 'another process'}). "
+                             "Wait for it to finish, or give another --out.") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} on {os.uname().nodename}\n")
+        handle.flush()
+        try:
+            yield self
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            handle.close()
+
+    def open(self, lab: str, handins: Path) -> dict:
+        """batch.json: written the first time, checked every time after."""
+        path = self.out / BATCH_FILE
+        if path.is_file():
+            try:
+                info = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as err:
+                raise UsageError(f"{path} is unreadable ({err}); it is not a batch results folder, "
+                                 "or it was damaged. Give another --out.") from None
+            if info.get("lab") != lab:
+                raise UsageError(f"{self.out} holds a batch of the {info.get('lab')!r} lab, not {lab!r}: "
+                                 "give another --out.")
+            return info
+        if self.out.is_dir() and any(p.name != ".lock" for p in self.out.iterdir()):
+            raise UsageError(f"{self.out} is not empty and is not a batch results folder: give a new or "
+                             "empty folder as --out.")
+        info = {"schema": SCHEMA, "lab": lab, "handins": str(handins.resolve()), "created_at": _now(),
+                "cudalab_version": __version__}
+        report.atomic_write_text(path, json.dumps(info, indent=2) + "\n")
+        return info
+
+    def record(self, key: str) -> dict | None:
+        path = self.records / f"{key}.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            return None  # damaged (it cannot be half-written): graded again
+        return data if isinstance(data, dict) and data.get("schema") == RECORD_SCHEMA else None
+
+    def commit(self, job: Job, result: dict) -> None:
+        record = {"schema": RECORD_SCHEMA, "job": job.to_json(), "graded_at": _now(), "result": result}
+        report.atomic_write_text(self.records / f"{job.key}.json", json.dumps(record, indent=2) + "\n")
+
+    def student_dir(self, student: str) -> Path:
+        return publish.student_dir(self.out, student)
+
+
+# --- one job --------------------------------------------------------------------------------
+
+def _set_submission(result: dict, job: Job) -> None:
+    result["submission"] = {"name": job.student, "folder": str(job.handin), "student": job.student,
+                            "handin": job.handin.name, "sha256": job.sha256}
+
+
+def begin_job(config: Config, spec: LabSpec, job: Job, scratch: Path, allow_unisolated: bool):
+    """The CPU half of a job (grade.begin on the hand-in's accepted files): read the hand-in
+    as data, write its lab files to a fresh folder, stage and build them."""
+    from . import grade
+    from .errors import SubmissionError
+    from .runner import fresh_dir
+    hand_in = handin.read_hand_in(job.handin, spec, config)
+    problems = [f.message for f in hand_in.findings if f.severity == "error"]
+    folder = fresh_dir(scratch, "handin")
+    if problems:
+        pending = grade.Pending(grade.new_result(spec.name, folder, 0, config), config, spec=spec,
+                                error=SubmissionError(" ".join(problems)))
+    else:
+        hand_in.write_accepted(spec, folder)
+        pending = grade.begin(config, spec.name, folder, allow_unisolated=allow_unisolated,
+                              bring_official_up_to_date=False)
+    _set_submission(pending.result, job)
+    return pending, folder
+
+
+# --- the verb -------------------------------------------------------------------------------
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("lab", help="the lab the hand-ins are for")
+    parser.add_argument("handins", type=Path, help="the folder with one hand-in per student")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="the batch's results folder (made if missing; give the same one again to resume)")
+    parser.add_argument("--executor", choices=("local",), default="local",
+                        help="where the grading runs (default: this machine)")
+    parser.add_argument("--gpus", help="the GPUs to grade on, as CUDA_VISIBLE_DEVICES names them "
+                        "(default: every GPU nvidia-smi lists, or CUDA_VISIBLE_DEVICES where it is set)")
+    parser.add_argument("--jobs", type=int, help="builds at once (default: the CPU cores)")
+    parser.add_argument("--regrade", nargs="+", metavar="ID", default=[],
+                        help="grade these students again even if they were graded")
+    parser.add_argument("--regrade-changed", action="store_true",
+                        help="grade again every hand-in whose hash changed since it was graded")
+    parser.add_argument("--allow-unisolated", action="store_true",
+                        help="grade even where student code cannot be sandboxed (not official grades)")
+
+
+@dataclass
+class Plan:
+    """What one run of a batch does: the jobs to grade now, and every job's state."""
+    config: Config
+    spec: LabSpec
+    store: Store
+    jobs: list[Job]               # every hand-in found
+    todo: list[Job]               # to grade in this run
+    changed: set[str]             # keys whose hand-in changed since it was graded (kept as graded)
+    skipped: list[dict]
+    allow_unisolated: bool
+
+
+def make_plan(config: Config, spec: LabSpec, store: Store, handins: Path, regrade: list[str],
+              regrade_changed: bool, allow_unisolated: bool) -> Plan:
+    jobs, skipped = discover(config, spec, handins)
+    by_student = {job.student: job for job in jobs}
+    unknown = [s for s in regrade if s not in by_student]
+    if unknown:
+        raise UsageError(f"--regrade names no hand-in in {handins}: {', '.join(map(repr, unknown))}. "
+                         f"The students there are: {', '.join(sorted(by_student)[:20]) or 'none'}.")
+    todo, changed = [], set()
+    for job in jobs:
+        record = store.record(job.key)
+        if record is None or job.student in regrade:
+            todo.append(job)
+        elif record.get("job", {}).get("sha256") != job.sha256:
+            if regrade_changed:
+                todo.append(job)
+            else:
+                changed.add(job.key)
+    return Plan(config, spec, store, jobs, todo, changed, skipped, allow_unisolated)
+
+
+def entries(plan: Plan) -> list[dict]:
+    """Every student's row for the outputs, from the records."""
+    rows = []
+    for job in plan.jobs:
+        record = plan.store.record(job.key)
+        result = (record or {}).get("result")
+        state = "done" if isinstance(result, dict) else "pending"
+        rows.append({"student": job.student, "key": job.key, "state": state, "result": result,
+                     "handin": {"name": job.handin.name, "sha256": job.sha256},
+                     "graded_handin": (record or {}).get("job", {}).get("sha256"),
+                     "changed": job.key in plan.changed})
+    return rows
+
+
+def publish_outputs(plan: Plan, started_at: str, gpus: list[str], device: dict | None) -> dict:
+    rows = entries(plan)
+    for row in rows:
+        if row["state"] == "done":
+            publish.write_student(plan.store.out, row, plan.spec.title)
+    done = sum(r["state"] == "done" for r in rows)
+    info = {"started_at": started_at, "finished_at": _now(), "complete": done == len(rows),
+            "gpu": (device or {}).get("name"), "gpus": gpus, "executor": "local",
+            "counts": {"handins": len(rows), "graded": done, "pending": len(rows) - done,
+                       "changed": len(plan.changed), "skipped": len(plan.skipped)},
+            "skipped": plan.skipped}
+    paths = publish.write_class(plan.store.out, plan.spec.name, plan.spec.title, rows, info)
+    return {"info": info, "paths": {k: str(v) for k, v in paths.items()}}
+
+
+def main(args: argparse.Namespace, config: Config) -> int:
+    from . import executor as executors
+    from . import progress as progress_module
+    spec = labs.load_lab(config, args.lab)
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be 1 or more.")
+    store = Store(args.out.resolve())
+    started_at = _now()
+    with store.locked():
+        store.open(spec.name, args.handins)
+        plan = make_plan(config, spec, store, args.handins, args.regrade, args.regrade_changed,
+                         args.allow_unisolated)
+        reporter = progress_module.make(json_lines=args.json)
+        reporter.begin(total=len(plan.jobs), done=len(plan.jobs) - len(plan.todo), skipped=plan.skipped,
+                       changed=[j.student for j in plan.jobs if j.key in plan.changed])
+        executor = executors.make(args.executor, config, gpus=args.gpus, jobs=args.jobs)
+        interrupted = False
+        console.set_quiet(True)
+        try:
+            executor.run(plan, reporter)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            console.set_quiet(False)
+        reporter.phase("writing the gradebook, feedback and summary")
+        published = publish_outputs(plan, started_at, executor.gpus, executor.device)
+        reporter.end(published, interrupted)
+    info = published["info"]
+    if interrupted:
+        return 130
+    return int(Cli.DONE) if info["complete"] else int(Cli.INTERNAL)

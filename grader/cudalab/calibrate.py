@@ -1,0 +1,290 @@
+"""`cudalab calibrate`: time the reference on this GPU and record it in labs/<lab>/calibration.json.
+
+LAB (or `all`, every lab in turn): the reference students are timed against (the course
+solution, or the ladder rung that [scoring] reference names) runs every bench case with
+--bench exactly as `cudalab ladder` runs a rung: --warmup untimed runs, then --samples
+timed ones, every sample with inputs of its own, and the sample it kept of each case
+judged by the trusted checker. A reference that fails the checker is never recorded.
+
+The file holds one entry per GPU model; this GPU's entry replaces an earlier one of the
+same model and the other models' entries stay. An entry records the timings with their
+provenance: GPU, compute capability, driver, CUDA runtime and toolkit versions, SM clock
+before and after, date, cudalab version and samples; per bench case the median, the
+spread (min, max, and interquartile range over the median), the copy roof, the library's
+median where the bench has one, and items per second where the lab counts them. With
+--ladder every rung of the ladder is timed as well, as `cudalab ladder` does, and its
+medians are recorded for the handout's ladder table and plot.
+
+`cudalab run LAB FOLDER --bench` then shows a student's time over the reference's on their
+GPU model, and `cudalab handout LAB` the calibrated figures (render it again afterwards).
+A grade never uses the file: it times the reference in the same session.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import secrets
+import shutil
+from datetime import datetime, timezone
+
+from . import __version__, build, calibration, console, gpu, labs, ladder, pack
+from .calibration import Calibration
+from .config import Config
+from .errors import CudalabError, GraderError, UsageError
+from .exit_codes import Cli
+from .labspec import LabSpec
+from .run import giga_per_s
+from .runner import Runner, fresh_dir
+from .sandbox import scratch_root
+
+SCHEMA = "cudalab.calibrate/1"
+ALL = "all"
+
+# What the file keeps of each bench case of the reference, and of each ladder rung.
+CASE_KEYS = ("median_ms", "min_ms", "max_ms", "spread", "gbps", "tflops", "copy_gbps", "fraction_of_copy",
+             "library", "fraction_of_library", "items_name", "items_per_s", "library_items_per_s",
+             "sm_clock_mhz_before")
+RUNG_KEYS = ("median_ms", "min_ms", "max_ms", "spread", "gbps", "tflops", "items_per_s",
+             "speedup_over_previous", "verdict", "message")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("lab", help=f"the lab whose reference to calibrate, or '{ALL}' for every lab")
+    parser.add_argument("--samples", type=labs.positive_int, default=30,
+                        help="timed samples per bench case (default 30)")
+    parser.add_argument("--warmup", type=labs.positive_int, default=5, help="untimed runs before sampling (default 5)")
+    parser.add_argument("--seed", type=labs.seed_argument, help="input seed (default: chosen now)")
+    parser.add_argument("--ladder", action="store_true",
+                        help="also time every rung of the lab's ladder and record its medians")
+
+
+# --- what was measured with ---------------------------------------------------------------
+
+def cuda_version_text(version) -> str | None:
+    """A CUDA version as the runtime reports it (13000, 12020) in words ("13.0", "12.2")."""
+    if isinstance(version, bool) or not isinstance(version, int) or version <= 0:
+        return None
+    return f"{version // 1000}.{version % 1000 // 10}"
+
+
+_CMAKE_NVCC_VERSION = re.compile(r'set\(CMAKE_CUDA_COMPILER_VERSION "([^"]+)"\)')
+_NVCC_RELEASE = re.compile(r"V(\d+(?:\.\d+)+)")
+
+
+def toolkit_version(config: Config) -> str | None:
+    """The CUDA toolkit version the official binaries were compiled with (CMake's record of
+    its nvcc in the build tree), else that of the nvcc on PATH; None when neither says."""
+    recorded = sorted(config.build_dir.glob("CMakeFiles/*/CMakeCUDACompiler.cmake"),
+                      key=lambda p: p.stat().st_mtime, reverse=True)
+    for file in recorded:
+        found = _CMAKE_NVCC_VERSION.search(file.read_text(encoding="utf-8", errors="replace"))
+        if found:
+            return found.group(1)
+    found = _NVCC_RELEASE.search(pack.toolchain().get("nvcc") or "")
+    return found.group(1) if found else None
+
+
+def reference_of(spec: LabSpec) -> dict:
+    """The implementation students are timed against, its source and its ladder rung."""
+    source = spec.scoring.reference or spec.source_file
+    rung = next((r for r in spec.ladder if r.source == source), None)
+    return {"implementation": labs.scoring_reference(spec), "source": source,
+            "rung": rung.name if rung else None,
+            "skip_bench_cases": list(rung.skip_bench_cases) if rung else [], "skip_why": rung.skip_why if rung else ""}
+
+
+# --- measuring -------------------------------------------------------------------------------
+
+def measure_reference(config: Config, spec: LabSpec, reference: dict, cases: list[str], *, samples: int,
+                      warmup: int, seed: int) -> dict:
+    """The reference over `cases`, run as the ladder runs a rung (ladder.bench_run): its run
+    JSON, the checker's verdicts and the process result. Raises ladder.NoDeviceRun."""
+    build.ensure_official(config, spec, (reference["implementation"], "checker"))
+    scratch = fresh_dir(scratch_root(config), "calibrate")
+    try:
+        runner = Runner(config, spec, scratch)
+        return ladder.bench_run(runner, runner.official(reference["implementation"]), cases, samples=samples,
+                                warmup=warmup, seed=seed)
+    finally:
+        if not config.keep_temp:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _what_the_run_said(outcome: dict) -> str:
+    """How the reference's process ended, with the head of its stderr ('' when it did not run)."""
+    result = outcome["result"]
+    if result is None:
+        return ""
+    return result.describe() + (f": {result.stderr_head(4)}" if result.stderr.strip() else "")
+
+
+def _case_record(spec: LabSpec, name: str, bench: dict | None, verdict: dict | None, outcome: dict,
+                 reference: dict) -> dict:
+    """One bench case of the reference as the file keeps it; raises when it cannot be trusted."""
+    case = spec.case(name)
+    record = {"name": name, "params": dict(case.params), "bytes_moved": spec.bytes_moved(case)}
+    if name in reference["skip_bench_cases"]:
+        return {**record, "status": "skipped", "reason": reference["skip_why"]}
+    row = ladder.bench_row(reference["rung"] or "reference", reference["implementation"], bench, verdict,
+                           _what_the_run_said(outcome))
+    if row["status"] == "skipped":
+        return {**record, "status": "skipped", "reason": row["message"]}
+    if row["status"] == "error" or not isinstance(row.get("median_ms"), (int, float)) or row["median_ms"] <= 0:
+        raise GraderError(f"The {spec.name} reference ({reference['source']}) gave no timing of {name}: "
+                          f"{row.get('message') or 'its run JSON has no median'}. Nothing was recorded.")
+    if row["verdict"] != "passed":
+        raise GraderError(f"The {spec.name} reference ({reference['source']}) did not pass the checker on the "
+                          f"sample it kept of {name} ({row['verdict']}: {row.get('message') or 'no message'}): "
+                          "its time would mean nothing, so nothing was recorded.")
+    kept = {key: row.get(key) for key in CASE_KEYS}
+    kept["sm_clock_mhz_after"] = row.get("sm_clock_mhz")
+    return {**record, "status": "timed", **kept, "verdict": "passed"}
+
+
+def ladder_record(spec: LabSpec, result: dict) -> dict:
+    """What the file keeps of a `cudalab ladder` result: per bench case, every rung's
+    medians and the checker's word, with the library and the copy roof."""
+    sources = [r.source for r in spec.ladder]
+    cases = []
+    for case in result["cases"]:
+        rungs = []
+        for source, row in zip(sources, case["rungs"]):
+            rungs.append({"name": row["name"], "source": source, **{key: row.get(key) for key in RUNG_KEYS}})
+        cases.append({"name": case["name"], "bytes_moved": case.get("bytes_moved"), "copy_gbps": case.get("copy_gbps"),
+                      "library": case.get("library"), "rungs": rungs})
+    return {"seed": result["seed"], "samples": result["samples"], "warmup": result["warmup"], "cases": cases}
+
+
+def make_entry(config: Config, spec: LabSpec, reference: dict, outcome: dict, *, samples: int, warmup: int,
+               seed: int, gpu_wait: gpu.GpuWait, ladder_result: dict | None = None) -> dict:
+    """The calibration entry of this GPU model from the reference's run (and the ladder's)."""
+    run = outcome["run"] or {}
+    device = run.get("device") or {}
+    name = device.get("name")
+    if not isinstance(name, str) or not name.strip():
+        said = _what_the_run_said(outcome) or "no run JSON"
+        raise GraderError(f"The {spec.name} reference's run did not name its GPU ({said}), so its "
+                          "times cannot be filed under a GPU model. Nothing was recorded.")
+    entries = [b for b in run.get("bench", []) if isinstance(b, dict)]
+    cases = [_case_record(spec, c.name, next((b for b in entries if b.get("name") == c.name), None),
+                          outcome["verdicts"].get(c.name), outcome, reference)
+             for c in spec.bench_cases]
+    timed = [c for c in cases if c["status"] == "timed"]
+    if not timed:
+        raise GraderError(f"The {spec.name} reference timed no bench case on {name} (every one was skipped: "
+                          f"{'; '.join(c['reason'] for c in cases)}). Nothing was recorded.")
+    return {
+        "gpu": {"name": name.strip(), "compute_capability": device.get("compute_capability"),
+                "sm_count": device.get("sm_count"), "memory_bytes": device.get("global_memory_bytes")},
+        "driver": {"version": gpu.driver_release(), "cuda": cuda_version_text(device.get("driver_version"))},
+        "cuda_runtime": cuda_version_text(device.get("runtime_version")),
+        "toolkit": toolkit_version(config),
+        "sm_clock_mhz": {"at_start": device.get("sm_clock_mhz"), "before": timed[0].get("sm_clock_mhz_before"),
+                         "after": timed[-1].get("sm_clock_mhz_after")},
+        "calibrated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "cudalab_version": __version__,
+        "reference": {key: reference[key] for key in ("implementation", "source", "rung")},
+        "seed": seed, "samples": samples, "warmup": warmup,
+        "gpu_sharing": gpu_wait.to_json(),
+        "cases": cases,
+        "ladder": ladder_record(spec, ladder_result) if ladder_result is not None else None,
+    }
+
+
+def calibrate_lab(config: Config, spec: LabSpec, args: argparse.Namespace) -> tuple[Calibration, dict, dict | None]:
+    """Time the lab's reference (and with --ladder its ladder) on this GPU: (the calibration
+    with this GPU model's new entry, the entry, the entry it replaced or None). The file is
+    read first, so that a malformed one stops the run before anything is timed."""
+    known = calibration.load(config, spec) or calibration.empty(config, spec)
+    if args.ladder and not spec.ladder:
+        raise UsageError(f"--ladder: the {spec.name} lab has no [[ladder]] in its lab.toml, so there is no ladder "
+                         f"to time; calibrate it without --ladder.")
+    reference = reference_of(spec)
+    seed = args.seed if args.seed is not None else secrets.randbits(63)
+    cases = [c.name for c in spec.bench_cases if c.name not in reference["skip_bench_cases"]]
+    wait = gpu.wait_until_idle(config.gpu_idle_wait_s)
+    sharing = gpu.describe([wait])
+    if sharing:
+        console.warn(sharing)
+    console.info(f"{spec.name}: timing {calibration.reference_words(spec)}, {reference['source']}: "
+                 f"{args.samples} samples per bench case")
+    outcome = measure_reference(config, spec, reference, cases, samples=args.samples, warmup=args.warmup, seed=seed)
+    ladder_result = None
+    if args.ladder:
+        ladder_result = ladder.run_ladder(config, spec, argparse.Namespace(
+            bench_case=[], samples=args.samples, warmup=args.warmup, seed=seed, profile=None))
+    entry = make_entry(config, spec, reference, outcome, samples=args.samples, warmup=args.warmup, seed=seed,
+                       gpu_wait=wait, ladder_result=ladder_result)
+    return known.with_entry(entry), entry, known.entry_for(entry["gpu"]["name"])
+
+
+# --- showing ----------------------------------------------------------------------------------
+
+def _ms(value) -> str:
+    return f"{value:.4f}" if isinstance(value, (int, float)) else "-"
+
+
+def show(spec: LabSpec, entry: dict) -> None:
+    counted = next((c.get("items_name") for c in entry["cases"] if c.get("items_per_s")), None)
+    rows = []
+    for case in entry["cases"]:
+        if case["status"] == "skipped":
+            rows.append((case["name"], "skipped", "-", "-", "-", "-", *(("-",) if counted else ())))
+            continue
+        library = case.get("library") or {}
+        rows.append((case["name"], _ms(case["median_ms"]), f"{100 * (case.get('spread') or 0):.1f}%",
+                     f"{_ms(case.get('min_ms'))} - {_ms(case.get('max_ms'))}",
+                     f"{case['copy_gbps']:.0f}" if isinstance(case.get("copy_gbps"), (int, float)) else "-",
+                     f"{_ms(library.get('median_ms'))} ({library['name']})" if library.get("name") else "-",
+                     *((giga_per_s(case.get("items_per_s")),) if counted else ())))
+    console.table(f"{spec.name}: {calibration.reference_words(entry)} on {entry['gpu']['name']}",
+                  ("bench case", "median ms", "spread", "min - max ms", "copy GB/s", "library ms",
+                   *((f"G{counted}/s",) if counted else ())), rows)
+    for case in entry["cases"]:
+        if case["status"] == "skipped":
+            console.warn(f"{case['name']} was not timed: {case['reason']}")
+    recorded = entry.get("ladder")
+    if recorded:
+        names = [c["name"] for c in recorded["cases"]]
+        rungs = [r["name"] for r in recorded["cases"][0]["rungs"]]
+        rows = [(rung, *(_ms(case["rungs"][i].get("median_ms")) if case["rungs"][i]["verdict"] == "passed"
+                         else case["rungs"][i]["verdict"] for case in recorded["cases"]))
+                for i, rung in enumerate(rungs)]
+        console.table(f"{spec.name}: the ladder's medians (ms) on {entry['gpu']['name']}", ("rung", *names), rows)
+    console.text(calibration.provenance(entry))
+
+
+# --- the verb ---------------------------------------------------------------------------------
+
+def main(args: argparse.Namespace, config: Config) -> int:
+    names = labs.available_labs(config.root) if args.lab == ALL else [args.lab]
+    specs = [labs.load_lab(config, name) for name in names]
+    outcomes, status = [], int(Cli.DONE)
+    for spec in specs:
+        try:
+            updated, entry, replaced = calibrate_lab(config, spec, args)
+        except ladder.NoDeviceRun as reason:
+            console.error(f"No CUDA device: {spec.name}'s reference was built but not timed ({reason}); "
+                          "nothing was recorded.")
+            status = int(Cli.NO_DEVICE)
+            outcomes.append({"lab": spec.name, "status": "not_run", "message": str(reason)})
+            break
+        except CudalabError as err:
+            if len(specs) == 1:
+                raise
+            console.error(f"{spec.name}: {err}")
+            status = status or int(err.exit_code)
+            outcomes.append({"lab": spec.name, "status": err.status, "message": str(err)})
+            continue
+        calibration.write(updated)
+        outcomes.append({"lab": spec.name, "status": "recorded", "path": str(updated.path),
+                         "gpu": entry["gpu"]["name"], "replaced": replaced is not None, "entry": entry})
+        if not args.json:
+            show(spec, entry)
+        console.info(f"{spec.name}: recorded in {updated.path} for {entry['gpu']['name']}"
+                     + (f" (replacing the calibration of {calibration.date(replaced)})" if replaced else "")
+                     + f"; render the handout again: `cudalab handout {spec.name}`")
+    if args.json:
+        print(json.dumps({"schema": SCHEMA, "labs": outcomes}, indent=2))
+    return status

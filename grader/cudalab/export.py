@@ -1,0 +1,520 @@
+"""`cudalab export`: write the student bundle, with none of the course's solutions in it.
+
+`cudalab export --out DIR [--labs a,b]` writes DIR (a new or empty folder; a bundle
+already there is replaced) for the labs named (default: every lab):
+
+  CMakeLists.txt, cmake/   the build; CMakePresets.json without its test presets
+  common/                  labkit, without its unit tests
+  labs/<lab>/              lab.toml, the API header, the harness, the problem, the CPU
+                           reference, the checker and, where there is one, calibration.json
+  starter/<lab>/           the starter files
+  handouts/<lab>.md        the rendered handout (and <lab>.html where there is one)
+  datasets/                the photographs the image labs use
+  grader/                  the cudalab package, its pyproject.toml and README.md
+  tools/setup.sh, tools/stage-deps.sh, .gitignore
+  README.md                for students (templates/bundle_readme.md.j2)
+  cudalab-bundle.json      the marker: CMake builds each lab's harness, checker, starter
+                           and SDK only, and the CLI offers the student verbs only
+                           (cudalab/bundle.py says what reads it and how)
+
+It never holds solutions/ (the solutions and their ladders), a test (the labs' tests replay
+the solutions' order of additions; grader/tests holds copies of the solutions as hostile
+submissions), a stored output, .git or a build tree. The export first checks that each
+lab's starter and handout are up to date, as `cudalab starter --check` and `cudalab
+handout --check` do: a bundle hands out what the course's solution generates today.
+
+Before the bundle is put in place, `leak_scan` reads every file of it; any finding
+removes it and fails the export (exit 27), each finding at its file and line:
+
+* Fingerprints: every file under solutions/ is reduced to its code (comments dropped; of
+  a file with `// BEGIN SOLUTION` markers, only what lies between them) as a sequence of
+  identifiers and numbers, and every SHINGLE_TOKENS consecutive tokens of it are one
+  fingerprint, unless they also occur in the code of a starter file (given on purpose).
+* Every file of the bundle, whatever its kind (sources and their comments, templates,
+  Markdown, JSON, HTML, generated files), is read as text with string escapes and HTML
+  entities decoded and its tags dropped, and its identifiers and numbers are matched
+  against the fingerprints. An unbroken stretch of MIN_LEAK_TOKENS tokens or more that
+  matches (a line or two of a kernel) is a leak; shorter ones are idioms the harness
+  shares with the solutions, such as a grid-stride loop.
+* Besides: a file identical to a solution file, a line that is a solution marker, a path
+  under solutions/, ladder/ or tests/, .git or a build tree, an ELF object or an archive
+  (a build output), a labkit binary dump (a stored output), a link.
+
+The scan finds copies, however they are indented, wrapped or moved into comments and
+strings; it does not find disguised ones (renamed identifiers, encoded text).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import html
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+
+from . import __version__, bundle, console, handout, labs, report, starter
+from .config import Config
+from .errors import GraderError, UsageError
+from .exit_codes import Cli
+
+SCHEMA = "cudalab.export/1"
+SHINGLE_TOKENS = 12    # tokens per fingerprint
+MIN_LEAK_TOKENS = 20   # the shortest matching stretch reported as a leak
+_SKIPPED_NAMES = ("__pycache__", ".pytest_cache", ".DS_Store")
+
+
+# --- what goes into a bundle ---------------------------------------------------------------
+
+def _tree(root: Path, folder: str, leave_out: tuple[str, ...] = ()) -> dict[str, Path]:
+    """Every file under root/folder (bundle path -> source), less the folders `leave_out`
+    (paths relative to root) and caches. A link is refused: a bundle holds plain files."""
+    found: dict[str, Path] = {}
+    base = root / folder
+    if not base.is_dir():
+        raise UsageError(f"{base} is missing: the repository is incomplete, so no bundle was written.")
+    for current, dirs, files in os.walk(base):
+        here = Path(current)
+        for name in list(dirs):
+            rel = (here / name).relative_to(root).as_posix()
+            if name in _SKIPPED_NAMES or name.endswith(".egg-info") or rel in leave_out:
+                dirs.remove(name)
+            elif (here / name).is_symlink():
+                raise UsageError(f"{rel} is a symbolic link. A bundle holds plain files only: replace the link "
+                                 "with what it points to, then export again.")
+        dirs.sort()
+        for name in sorted(files):
+            path = here / name
+            rel = path.relative_to(root).as_posix()
+            if name in _SKIPPED_NAMES or name.endswith(".pyc"):
+                continue
+            if path.is_symlink():
+                raise UsageError(f"{rel} is a symbolic link. A bundle holds plain files only: replace the link "
+                                 "with what it points to, then export again.")
+            found[rel] = path
+    return found
+
+
+def _file(root: Path, rel: str) -> dict[str, Path]:
+    path = root / rel
+    if not path.is_file() or path.is_symlink():
+        raise UsageError(f"{path} is missing or not a plain file: the repository is incomplete, so no bundle "
+                         "was written.")
+    return {rel: path}
+
+
+def bundle_plan(root: Path, lab_names: list[str]) -> dict[str, Path]:
+    """What the bundle of `lab_names` copies from the repository at `root`: bundle path
+    (POSIX, relative) -> source file. The files the export generates are not in it."""
+    plan: dict[str, Path] = {}
+    for rel in ("CMakeLists.txt", ".gitignore", "tools/setup.sh", "tools/stage-deps.sh",
+                "grader/pyproject.toml", "grader/README.md"):
+        plan.update(_file(root, rel))
+    plan.update(_tree(root, "cmake"))
+    plan.update(_tree(root, "common", leave_out=("common/tests",)))
+    plan.update(_tree(root, "datasets"))
+    plan.update(_tree(root, "grader/cudalab"))
+    for lab in lab_names:
+        # The lab's own files, not its tests/ (or any other folder).
+        plan.update({rel: path for rel, path in _tree(root, f"labs/{lab}").items()
+                     if PurePosixPath(rel).parent == PurePosixPath("labs", lab)})
+        plan.update(_tree(root, f"starter/{lab}"))
+        plan.update(_file(root, f"handouts/{lab}.md"))
+        if (root / "handouts" / f"{lab}.html").is_file():
+            plan.update(_file(root, f"handouts/{lab}.html"))
+    return plan
+
+
+def bundle_presets(root: Path) -> str:
+    """The repository's CMakePresets.json as a bundle has it: the same configure and build
+    presets, no test presets, and CUDALAB_BUILD_TESTS off (a bundle holds no tests)."""
+    try:
+        presets = json.loads((root / "CMakePresets.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise UsageError(f"{root / 'CMakePresets.json'} cannot be read ({err}), so no bundle was written.") from None
+    presets.pop("testPresets", None)
+    for preset in presets.get("configurePresets", []):
+        variables = preset.get("cacheVariables") or {}
+        if "CUDALAB_BUILD_TESTS" in variables:
+            variables["CUDALAB_BUILD_TESTS"] = "OFF"
+    return json.dumps(presets, indent=2) + "\n"
+
+
+def render_readme(specs: list, version: str = __version__) -> str:
+    """The bundle's README.md, for students."""
+    return report.environment().get_template("bundle_readme.md.j2").render(
+        labs=specs, version=version, student_verbs=bundle.STUDENT_VERBS)
+
+
+def _check_generated_files(config: Config, specs: list) -> None:
+    """A bundle hands out the starter and the handout that the lab generates today."""
+    stale = []
+    for spec in specs:
+        for solution, starter_file in starter.starter_pairs(config.root, spec):
+            if not solution.is_file():
+                raise UsageError(f"There is no solution file {solution}: the {spec.name} lab is incomplete, so no "
+                                 "bundle was written.")
+            if starter.diff_against_starter(solution, starter_file):
+                stale.append(f"{starter_file.relative_to(config.root)} (`cudalab starter {spec.name}`)")
+        path = handout.handout_path(config, spec)
+        if not path.is_file() or path.read_text(encoding="utf-8") != handout.render_handout(spec):
+            stale.append(f"{path.relative_to(config.root)} (`cudalab handout {spec.name}`)")
+    if stale:
+        raise UsageError("No bundle was written: these files are out of date with their lab, and a bundle hands "
+                         f"out what the lab generates today: {'; '.join(stale)}. Regenerate them, then export again.")
+
+
+# --- the leak scan ---------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9][0-9A-Za-z_.']*")
+_MARKER_LINE = re.compile(rf"^[ \t]*(?:{re.escape(starter.BEGIN)}|{re.escape(starter.END)})[ \t]*$", re.M)
+_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|[nrtbf\"'\\/])")
+_MARKUP = re.compile(r"<[^<>]*>")
+_MARKUP_SUFFIXES = (".html", ".htm", ".xml", ".svg")
+_NOT_FOR_STUDENTS = {"solutions": "the course's solutions", "ladder": "a ladder of the solution's variants",
+                     "tests": "tests (of the labs, the grader or the solutions)", ".git": "a git repository",
+                     ".venv": "a virtual environment", ".deps": "staged dependencies", ".grade": "grade results"}
+
+
+def _code_of(text: str) -> str:
+    """C, C++ or CUDA source with its comments blanked out (string and character literals kept)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            out.append(" ")
+            i = n if end < 0 else end + 2
+        elif text[i] in "\"'":
+            quote, j = text[i], i + 1
+            while j < n and text[j] not in (quote, "\n"):
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def solution_tokens(text: str) -> list[str]:
+    """The identifiers and numbers of what a solution file adds to the starter: the code
+    between its markers where it has them (the rest is the starter's), else all of its
+    code; comments left out."""
+    if _MARKER_LINE.search(text):
+        kept, inside = [], False
+        for line in text.splitlines():
+            if line.strip() == starter.BEGIN:
+                inside = True
+            elif line.strip() == starter.END:
+                inside = False
+            elif inside:
+                kept.append(line)
+        text = "\n".join(kept)
+    return _TOKEN.findall(_code_of(text))
+
+
+def _shingles(tokens: list[str]):
+    return (tuple(tokens[i:i + SHINGLE_TOKENS]) for i in range(len(tokens) - SHINGLE_TOKENS + 1))
+
+
+@dataclass
+class Fingerprints:
+    """What the leak scan looks for: shingle -> the solution file it comes from, and the
+    SHA-256 of every solution file."""
+
+    shingles: dict[tuple[str, ...], str] = field(default_factory=dict)
+    file_hashes: dict[str, str] = field(default_factory=dict)
+    sources: int = 0
+
+
+def solution_fingerprints(root: Path) -> Fingerprints:
+    """The fingerprints of every file under root/solutions, less what the starters hold."""
+    solutions = root / "solutions"
+    if not solutions.is_dir():
+        raise UsageError(f"{solutions} is missing: the leak scan needs the course's solutions to know what to look "
+                         "for. Export from the course's repository, not from a bundle.")
+    given: set[tuple[str, ...]] = set()
+    for path in sorted((root / "starter").rglob("*")) if (root / "starter").is_dir() else []:
+        if path.is_file():
+            given.update(_shingles(_TOKEN.findall(_code_of(path.read_text(encoding="utf-8", errors="replace")))))
+    found = Fingerprints()
+    for path in sorted(solutions.rglob("*")):
+        if not path.is_file():
+            continue
+        rel = path.relative_to(root).as_posix()
+        data = path.read_bytes()
+        found.sources += 1
+        found.file_hashes.setdefault(hashlib.sha256(data).hexdigest(), rel)
+        for shingle in _shingles(solution_tokens(data.decode("utf-8", errors="replace"))):
+            if shingle not in given:
+                found.shingles.setdefault(shingle, rel)
+    return found
+
+
+@dataclass(frozen=True)
+class Leak:
+    """One thing in a bundle that must not be there."""
+
+    path: str                 # in the bundle, '/'-separated
+    kind: str                 # solution_code, solution_file, solution_marker, not_for_students, build_output, stored_output, link
+    message: str
+    line: int | None = None
+    source: str | None = None  # the solution file it comes from
+
+    def sentence(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: {self.message}"
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "line": self.line, "kind": self.kind, "source": self.source,
+                "message": self.message}
+
+
+def readable_text(name: str, data: bytes) -> str:
+    """A file as the scan reads it: UTF-8 (bytes that are not become U+FFFD), markup tags
+    dropped, HTML entities and string escapes decoded; line breaks stay where they were."""
+    text = data.decode("utf-8", errors="replace")
+    if name.lower().endswith(_MARKUP_SUFFIXES):
+        text = _MARKUP.sub(lambda tag: "\n" * tag.group().count("\n") or " ", text)
+    text = html.unescape(text)
+
+    def unescape(match: re.Match) -> str:
+        escape = match.group()
+        if escape[1] == "u":
+            char = chr(int(escape[2:], 16))
+            return char if char.isprintable() else " "
+        return {"\\": "\\", "/": "/", '"': '"', "'": "'"}.get(escape[1], " ")
+
+    return _ESCAPE.sub(unescape, text)
+
+
+def _line_at(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def _copied_code(rel: str, text: str, prints: Fingerprints) -> list[Leak]:
+    """Every unbroken stretch of at least MIN_LEAK_TOKENS tokens of `text` that matches
+    the solutions' fingerprints."""
+    matches = list(_TOKEN.finditer(text))
+    tokens = [m.group() for m in matches]
+    hits = [i for i, shingle in enumerate(_shingles(tokens)) if shingle in prints.shingles]
+    leaks: list[Leak] = []
+    start = 0
+    while start < len(hits):
+        end = start
+        while end + 1 < len(hits) and hits[end + 1] == hits[end] + 1:
+            end += 1
+        first, last = hits[start], hits[end] + SHINGLE_TOKENS - 1
+        count = last - first + 1
+        if count >= MIN_LEAK_TOKENS:
+            excerpt = " ".join(text[matches[first].start():matches[last].end()].split())
+            excerpt = excerpt if len(excerpt) <= 90 else excerpt[:87] + "..."
+            source = prints.shingles[tuple(tokens[first:first + SHINGLE_TOKENS])]
+            leaks.append(Leak(rel, "solution_code", f"{count} tokens of solution code from {source}: {excerpt}",
+                              _line_at(text, matches[first].start()), source))
+        start = end + 1
+    return leaks
+
+
+def _path_leaks(rel: str, is_dir: bool) -> list[Leak]:
+    parts = PurePosixPath(rel).parts
+    folders = parts if is_dir else parts[:-1]
+    for part in folders:
+        if part in _NOT_FOR_STUDENTS:
+            return [Leak(rel, "not_for_students", f"{_NOT_FOR_STUDENTS[part]} ({part}/) do not belong in a student bundle")]
+        if part.endswith(".egg-info") or part == "__pycache__":
+            return [Leak(rel, "build_output", f"{part}/ is a build output, not part of a bundle")]
+    if is_dir and parts[0] == "build":
+        return [Leak(rel, "build_output", "a build tree (build/) is not part of a bundle: students build their own")]
+    return []
+
+
+def scan_file(rel: str, data: bytes, prints: Fingerprints) -> list[Leak]:
+    """What is wrong with one file of a bundle (its path relative to the bundle)."""
+    leaks = _path_leaks(rel, is_dir=False)
+    if data.startswith(b"\x7fELF"):
+        leaks.append(Leak(rel, "build_output", "an ELF file (a compiled object, library or program): a bundle holds "
+                          "sources, and students build their own"))
+    elif data.startswith(b"!<arch>\n"):
+        leaks.append(Leak(rel, "build_output", "a static library archive: a bundle holds sources, and students build "
+                          "their own"))
+    elif data.startswith(b"CLAB"):
+        leaks.append(Leak(rel, "stored_output", "a labkit binary dump (a stored input or output): the checker "
+                          "computes expected values itself, so a bundle stores none"))
+    source = prints.file_hashes.get(hashlib.sha256(data).hexdigest())
+    if source is not None:
+        leaks.append(Leak(rel, "solution_file", f"a copy of {source}", source=source))
+    text = readable_text(rel, data)
+    for marker in _MARKER_LINE.finditer(text):
+        leaks.append(Leak(rel, "solution_marker", f"a solution marker line ({marker.group().strip()}): solution "
+                          "files carry these, starters never do", _line_at(text, marker.start())))
+    return leaks + _copied_code(rel, text, prints)
+
+
+@dataclass
+class ScanResult:
+    files: int
+    fingerprints: int
+    sources: int
+    leaks: list[Leak]
+
+    def to_json(self) -> dict:
+        return {"files_scanned": self.files, "fingerprints": self.fingerprints, "solution_files": self.sources,
+                "shingle_tokens": SHINGLE_TOKENS, "min_leak_tokens": MIN_LEAK_TOKENS,
+                "leaks": [leak.to_json() for leak in self.leaks]}
+
+
+def leak_scan(folder: Path, root: Path, prints: Fingerprints | None = None) -> ScanResult:
+    """Read every file under `folder` (a bundle) for what the solutions of the repository
+    at `root` hold, and for what a bundle must never carry."""
+    prints = prints or solution_fingerprints(root)
+    leaks: list[Leak] = []
+    files = 0
+    for current, dirs, names in os.walk(folder):
+        here = Path(current)
+        dirs.sort()
+        for name in sorted(dirs):
+            path = here / name
+            rel = path.relative_to(folder).as_posix()
+            if path.is_symlink():
+                leaks.append(Leak(rel, "link", "a link: a bundle holds plain files only"))
+                dirs.remove(name)
+            else:
+                found = _path_leaks(rel, is_dir=True)
+                if found:
+                    leaks += found
+                    dirs.remove(name)  # the folder is the finding; its files would only repeat it
+        for name in sorted(names):
+            path = here / name
+            rel = path.relative_to(folder).as_posix()
+            if path.is_symlink():
+                leaks.append(Leak(rel, "link", "a link: a bundle holds plain files only"))
+                continue
+            files += 1
+            leaks += scan_file(rel, path.read_bytes(), prints)
+    return ScanResult(files, len(prints.shingles), prints.sources, leaks)
+
+
+# --- the verb -------------------------------------------------------------------------------
+
+def _lab_names(config: Config, text: str | None) -> list[str]:
+    known = labs.available_labs(config.root)
+    if text is None:
+        return known
+    names = list(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
+    if not names:
+        raise UsageError(f"--labs {text!r} names no lab: give a comma-separated list, e.g. --labs "
+                         f"{','.join(known[:2]) or 'vector_add'}.")
+    return names
+
+
+def _check_out(config: Config, out: Path) -> Path:
+    out = out.expanduser().resolve()
+    root = config.root.resolve()
+    if out == root or root.is_relative_to(out) or out.is_relative_to(root):
+        raise UsageError(f"--out {out}: write the bundle outside the course's repository ({root}), so that it "
+                         "can never be committed into it or copied along with it.")
+    if out.exists():
+        if not out.is_dir():
+            raise UsageError(f"--out {out} is a file; name a new or empty folder.")
+        if any(out.iterdir()) and not bundle.is_student_bundle(out):
+            raise UsageError(f"--out {out} holds files and is not a student bundle, so nothing was written there. "
+                             "Name a new or empty folder (a bundle already there is replaced).")
+    return out
+
+
+def write_bundle(config: Config, lab_names: list[str], out: Path) -> tuple[ScanResult, int, int]:
+    """Write the bundle of `lab_names` to `out` and scan it; it is put in place only when
+    the scan finds nothing. Returns the scan, the number of files and their bytes."""
+    if bundle.is_student_bundle(config.root):
+        raise UsageError(f"{config.root} is a student bundle: export from the course's repository, which holds "
+                         "the solutions the leak scan looks for.")
+    specs = [labs.load_lab(config, name) for name in lab_names]
+    out = _check_out(config, out)
+    _check_generated_files(config, specs)
+    plan = bundle_plan(config.root, lab_names)
+    prints = solution_fingerprints(config.root)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    except OSError as err:
+        raise UsageError(f"--out {out}: the bundle cannot be written there ({err.strerror or err}). "
+                         "Name a folder you can write.") from None
+    try:
+        return _fill(config, specs, lab_names, plan, prints, staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _fill(config: Config, specs: list, lab_names: list[str], plan: dict[str, Path], prints: Fingerprints,
+          staging: Path, out: Path) -> tuple[ScanResult, int, int]:
+    """Copy and generate the bundle in `staging`, scan it, and move it to `out` when clean."""
+    staging.chmod(0o755)
+    for rel, source in plan.items():
+        target = staging / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    generated = {
+        bundle.MARKER: json.dumps(bundle.marker(lab_names, __version__, created), indent=2) + "\n",
+        "README.md": render_readme(specs),
+        "CMakePresets.json": bundle_presets(config.root),
+    }
+    for rel, text in generated.items():
+        (staging / rel).write_text(text, encoding="utf-8")
+    scan = leak_scan(staging, config.root, prints)
+    if scan.leaks:
+        shutil.rmtree(staging, ignore_errors=True)
+        return scan, 0, 0
+    files = [p for p in staging.rglob("*") if p.is_file()]
+    size = sum(p.stat().st_size for p in files)
+    if out.exists():
+        old = staging.with_name(staging.name + ".old")
+        out.rename(old)
+        staging.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        staging.rename(out)
+    return scan, len(files), size
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR",
+                        help="the folder to write the bundle to, outside the repository (new or empty; a bundle "
+                             "already there is replaced)")
+    parser.add_argument("--labs", metavar="LAB,LAB", help="the labs to put in it (default: every lab)")
+
+
+def main(args: argparse.Namespace, config: Config) -> int:
+    lab_names = _lab_names(config, args.labs)
+    try:
+        scan, count, size = write_bundle(config, lab_names, args.out)
+    except OSError as err:
+        raise GraderError(f"Exporting stopped at {err.filename or args.out} ({err.strerror or err}); no bundle was "
+                          "put in place. Fix the permission or free the space, then export again.") from None
+    out = args.out.expanduser().resolve()
+    if args.json:
+        print(json.dumps({"schema": SCHEMA, "status": "leak" if scan.leaks else "exported", "out": str(out),
+                          "labs": lab_names, "files": count, "bytes": size, "leak_scan": scan.to_json()}, indent=2))
+    if scan.leaks:
+        for leak in scan.leaks:
+            console.error(leak.sentence())
+        console.error(f"No bundle was written: the leak scan found {len(scan.leaks)} thing"
+                      f"{'s' if len(scan.leaks) != 1 else ''} (above) that a student bundle must not carry. "
+                      "Remove each from the repository's file of that name, then export again.")
+        return int(Cli.REJECTED)
+    console.info(f"Wrote the student bundle of {', '.join(lab_names)} to {out}: {count} files, "
+                 f"{size / 2 ** 20:.1f} MiB.")
+    console.info(f"Leak scan: {scan.files} files read for {scan.fingerprints} fingerprints of {scan.sources} "
+                 "solution files; nothing found.")
+    console.info(f"Students start with {out / 'README.md'}: `bash tools/setup.sh`, then `cudalab new LAB`.")
+    return int(Cli.DONE)

@@ -1,0 +1,178 @@
+"""A batch's progress: a rich progress bar on a terminal, plain lines in a log, JSON lines
+for machines (--json). Every reporter is told the same things, from several threads:
+begin, phase, started, done, end."""
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+
+
+def _score(result: dict) -> str:
+    score = result.get("score") or {}
+    if result.get("status") == "graded" and score:
+        return f"{score.get('total', 0):g}/{score.get('total_max', 0):g}"
+    return result.get("status", "?")
+
+
+class Reporter:
+    """Counts and rate; subclasses say them."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.total = self.done_before = self.done_now = 0
+        self.started_at = time.monotonic()
+        self.current_phase = ""
+
+    def rate_per_min(self) -> float:
+        elapsed = time.monotonic() - self.started_at
+        return 60.0 * self.done_now / elapsed if elapsed > 0 and self.done_now else 0.0
+
+    def left_s(self) -> float | None:
+        rate = self.rate_per_min()
+        todo = self.total - self.done_before - self.done_now
+        return 60.0 * todo / rate if rate else None
+
+    def begin(self, total: int, done: int, skipped: list[dict], changed: list[str]) -> None:
+        self.total, self.done_before = total, done
+        self.started_at = time.monotonic()
+        self._begin(skipped, changed)
+
+    def phase(self, text: str) -> None:
+        with self.lock:
+            self.current_phase = text
+            self._phase(text)
+
+    def started(self, job, what: str) -> None:
+        with self.lock:
+            self._started(job, what)
+
+    def done(self, job, result: dict) -> None:
+        with self.lock:
+            self.done_now += 1
+            self._done(job, result)
+
+    def end(self, published: dict, interrupted: bool) -> None:
+        with self.lock:
+            self._end(published, interrupted)
+
+    def _begin(self, skipped, changed) -> None: ...
+    def _phase(self, text) -> None: ...
+    def _started(self, job, what) -> None: ...
+    def _done(self, job, result) -> None: ...
+    def _end(self, published, interrupted) -> None: ...
+
+
+def _closing_line(published: dict, interrupted: bool) -> str:
+    counts = published["info"]["counts"]
+    head = "interrupted: " if interrupted else ""
+    if published["info"]["complete"]:
+        return f"{head}all {counts['handins']} hand-ins graded"
+    return (f"{head}{counts['graded']} of {counts['handins']} hand-ins graded; run the same command "
+            "again to grade the rest (what was graded is kept)")
+
+
+class PlainReporter(Reporter):
+    """One line per event on stderr: for logs, pipes and CI."""
+
+    def __init__(self, stream=None) -> None:
+        super().__init__()
+        self.stream = stream or sys.stderr
+
+    def _say(self, line: str) -> None:
+        print(line, file=self.stream, flush=True)
+
+    def _begin(self, skipped, changed) -> None:
+        self._say(f"batch: {self.total} hand-ins, {self.done_before} graded before, "
+                  f"{self.total - self.done_before} to grade now")
+        for entry in skipped:
+            self._say(f"skipped {entry['name']}: {entry['reason']}")
+        for student in changed:
+            self._say(f"changed since graded: {student} (its grade is kept; --regrade {student} grades it again)")
+
+    def _phase(self, text) -> None:
+        self._say(f"phase: {text}")
+
+    def _done(self, job, result) -> None:
+        count = self.done_before + self.done_now
+        left = self.left_s()
+        tail = f", about {left / 60:.1f} min left" if left is not None else ""
+        self._say(f"[{count}/{self.total}] {job.student}: {_score(result)} "
+                  f"({self.rate_per_min():.1f}/min{tail})")
+
+    def _end(self, published, interrupted) -> None:
+        self._say(_closing_line(published, interrupted))
+        for name, path in published["paths"].items():
+            self._say(f"wrote {name}: {path}")
+
+
+class JsonReporter(Reporter):
+    """One JSON object per line on stdout (schema cudalab.batch-event/1)."""
+
+    def _emit(self, event: str, **fields) -> None:
+        print(json.dumps({"schema": "cudalab.batch-event/1", "event": event, **fields}), flush=True)
+
+    def _begin(self, skipped, changed) -> None:
+        self._emit("begin", total=self.total, done_before=self.done_before, skipped=skipped, changed=changed)
+
+    def _phase(self, text) -> None:
+        self._emit("phase", phase=text)
+
+    def _started(self, job, what) -> None:
+        self._emit("started", student=job.student, key=job.key, what=what)
+
+    def _done(self, job, result) -> None:
+        self._emit("done", student=job.student, key=job.key, status=result.get("status"),
+                   score=result.get("score"), graded=self.done_before + self.done_now, total=self.total,
+                   rate_per_min=round(self.rate_per_min(), 2),
+                   left_s=None if self.left_s() is None else round(self.left_s(), 1))
+
+    def _end(self, published, interrupted) -> None:
+        self._emit("end", interrupted=interrupted, **published)
+
+
+class RichReporter(PlainReporter):
+    """A live progress bar on a terminal: counts, rate, time left and the current phase."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from rich.console import Console
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                   TimeRemainingColumn)
+        self.console = Console(file=sys.stderr)
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                            console=self.console, transient=False)
+        self.task = None
+
+    def _say(self, line: str) -> None:
+        self.console.print(line, highlight=False, markup=False)
+
+    def _begin(self, skipped, changed) -> None:
+        super()._begin(skipped, changed)
+        self.bar.start()
+        self.task = self.bar.add_task("starting", total=self.total, completed=self.done_before, rate="")
+
+    def _phase(self, text) -> None:
+        if self.task is not None:
+            self.bar.update(self.task, description=text)
+
+    def _started(self, job, what) -> None:
+        if self.task is not None:
+            self.bar.update(self.task, description=f"{self.current_phase}: {job.student} ({what})")
+
+    def _done(self, job, result) -> None:
+        if self.task is not None:
+            self.bar.update(self.task, advance=1, rate=f"{self.rate_per_min():.1f}/min")
+        self._say(f"{job.student}: {_score(result)}")
+
+    def _end(self, published, interrupted) -> None:
+        self.bar.stop()
+        super()._end(published, interrupted)
+
+
+def make(json_lines: bool = False) -> Reporter:
+    if json_lines:
+        return JsonReporter()
+    return RichReporter() if sys.stderr.isatty() else PlainReporter()

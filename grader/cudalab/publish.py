@@ -1,0 +1,684 @@
+"""What a batch of grades becomes for students and instructors.
+
+Per student, under students/<safe id>/: feedback.md and feedback.html (the same feedback, from
+the grade's result document, cudalab.grade/1) and results.json in Gradescope's autograder
+format (schemas/gradescope_results.schema.json). Per class: gradebook.csv (one row per
+student), canvas.csv (what Canvas's gradebook import takes) and summary.html (one
+self-contained page: counts, plots, failure reasons, the fastest correct hand-ins and the
+hand-ins an instructor should look at).
+
+A batch may be partial: hand-ins not graded yet are "pending". No class output gives them a
+zero: their grade cells stay blank, and summary.html says at the top how many of how many
+were graded. Only a grade the student's hand-in earned reaches canvas.csv (a score, or the
+zero of a hand-in that did not compile, was rejected or used a forbidden library); a hand-in
+the grader could not grade (no GPU, no sandbox, a grader error) stays blank too.
+
+Student ids and hand-in names are data: they name a folder only through safe_id(), every
+page escapes them, and gradebook.csv keeps a spreadsheet from reading them as formulas.
+"""
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import jinja2
+
+from . import __version__, gpu, report
+from .errors import GraderError
+
+SCHEMA = "cudalab.grade/1"
+STATES = ("done", "pending", "failed_to_grade")
+STUDENTS_DIR = "students"
+GRADEBOOK_FILE = "gradebook.csv"
+CANVAS_FILE = "canvas.csv"
+SUMMARY_FILE = "summary.html"
+GRADESCOPE_FILE = "results.json"
+
+# The statuses whose score is the student's grade (a zero included); any other outcome says
+# nothing about the hand-in and leaves its grade cells blank.
+GRADE_STATUSES = ("graded", "compile_error", "submission_error", "forbidden")
+
+GRADEBOOK_COLUMNS = ("student", "handin", "sha256", "status", "correctness", "performance", "total",
+                     "total_max", "ratio", "flags", "message")
+CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+CANVAS_POINTS_POSSIBLE = "    Points Possible"  # the first cell of the row, as Canvas's export writes it
+
+# The plots' bar colours: distinct from everything else on the page, so that a screenshot
+# shows whether the bars were drawn.
+SCORE_COLOUR = "#2f6fbe"
+RATIO_COLOUR = "#d9731f"
+_SVG_HASH_SALT = "cudalab-summary"  # fixed ids in the SVG: the same page for the same grades
+
+STATE_WORDS = {"pending": "not graded yet", "failed_to_grade": "the grader failed on it (no result)"}
+COUNT_ORDER = ("graded", "compile_error", "submission_error", "forbidden", "not_run", "not_isolated",
+               "unknown_lab", "error", "failed_to_grade", "pending")
+
+# Why a hand-in lost points or got none, in the order summary.html lists them.
+FAILURE_REASONS = {
+    "compile_error": "did not compile",
+    "submission_error": "hand-in rejected",
+    "forbidden": "uses a forbidden library",
+    "timeout": "time-out",
+    "crashed": "crashed or stopped on a CUDA error",
+    "wrong": "wrong results",
+    "no_performance": "correct, but no performance points",
+    "not_isolated": "not graded: no sandbox on the grading machine",
+    "not_run": "not graded: no GPU on the grading machine",
+    "unknown_lab": "unknown lab",
+    "grader_error": "grader error (not the student's fault)",
+}
+_CRASHED = ("crashed", "cuda_error", "unexpected_exit", "usage", "internal", "no_device")
+
+# What an instructor should look at, in the order summary.html lists them.
+FLAG_WORDS = {
+    "sanitizer": "compute-sanitizer errors",
+    "forbidden": "forbidden library",
+    "timing": "timing disagreement",
+    "isolation": "graded without the sandbox",
+    "gpu_shared": "GPU shared while timing",
+    "changed": "hand-in changed since it was graded",
+}
+
+_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_FASTEST = 10
+_RATIO_TICKS = (0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 7.5, 10, 20, 30, 50, 100, 200, 500, 1000)
+
+
+class PublishError(GraderError):
+    """A batch's rows cannot be published as they are; the message says which and why."""
+
+
+# --- one row of a batch --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Entry:
+    """One student's row of a batch, checked."""
+    student: str
+    handin_name: str
+    sha256: str
+    state: str
+    result: dict | None
+    changed: bool = False
+    name: str = ""       # the student's name where the batch knows it
+    section: str = ""
+    graded_sha256: str = ""  # the hand-in the result is of, where the batch says
+
+    @property
+    def status(self) -> str:
+        """pending, failed_to_grade, or the result's status."""
+        if self.state != "done" or self.result is None:
+            return self.state
+        return str(self.result.get("status", "error"))
+
+    @property
+    def counts(self) -> bool:
+        """Whether the result's score is the student's grade."""
+        return self.status in GRADE_STATUSES and isinstance(self.result.get("score"), dict)
+
+    @property
+    def score(self) -> dict | None:
+        return self.result["score"] if self.counts else None
+
+
+def _text(value, what: str, student: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise PublishError(f"The batch entry of {student!r} has a {what} that is not text "
+                           f"({type(value).__name__}); the batch's records are damaged.")
+    return value
+
+
+def read_entry(entry) -> Entry:
+    """An entry as the batch gives it (see write_student), checked: a sentence, not a
+    traceback, when it is not what the batch writes."""
+    if not isinstance(entry, dict):
+        raise PublishError(f"A batch entry must be a mapping with student, handin, state and result; "
+                           f"got {type(entry).__name__}.")
+    student = entry.get("student")
+    if not isinstance(student, str) or not student.strip():
+        raise PublishError(f"A batch entry has no student id (student: {student!r}); every hand-in "
+                           "needs the id of the student who handed it in.")
+    state = entry.get("state")
+    if state not in STATES:
+        raise PublishError(f"The batch entry of {student!r} has state {state!r}; it must be one of "
+                           f"{', '.join(STATES)}.")
+    handin = entry.get("handin") or {}
+    if not isinstance(handin, dict):
+        raise PublishError(f"The batch entry of {student!r} has a hand-in that is not a mapping "
+                           "with name and sha256.")
+    texts = {"handin_name": _text(handin.get("name"), "hand-in name", student),
+             "sha256": _text(handin.get("sha256"), "hand-in sha256", student),
+             "name": _text(entry.get("name"), "name", student),
+             "section": _text(entry.get("section"), "section", student),
+             "graded_sha256": _text(entry.get("graded_handin"), "graded hand-in sha256", student)}
+    result = entry.get("result")
+    if state == "pending":
+        result = None  # a result from before the hand-in was queued again is not this grade
+    elif result is not None:
+        if not isinstance(result, dict) or result.get("schema") != SCHEMA:
+            found = result.get("schema") if isinstance(result, dict) else type(result).__name__
+            raise PublishError(f"The result of {student!r} is not a {SCHEMA} document (found {found!r}); "
+                               "grade the hand-in again with this version of cudalab.")
+        _check_result(result, student)
+    elif state == "done":
+        raise PublishError(f"The batch entry of {student!r} is done but holds no result; grade the "
+                           "hand-in again.")
+    return Entry(student=student, state=state, result=result, changed=entry.get("changed") is True, **texts)
+
+
+_NONE = type(None)
+_NUMBER = (int, float)
+# What the publishing code reads of a result, and the types grade.finish writes there.
+_RESULT_PARTS = {"status": str, "message": str, "lab_title": str, "submission": dict, "score": (dict, _NONE),
+                 "build": dict, "cases": list, "performance": (dict, _NONE), "run": (dict, _NONE),
+                 "warnings": list, "provenance": dict}
+_INNER_PARTS = (("performance", "cross_check", (dict, _NONE)), ("performance", "ratio", (*_NUMBER, _NONE)),
+                ("performance", "points", (*_NUMBER, _NONE)), ("performance", "max_points", (*_NUMBER, _NONE)),
+                ("provenance", "isolation", (dict, _NONE)), ("provenance", "gpu_sharing", (list, _NONE)),
+                ("build", "feedback", list))
+
+
+def _check_result(result: dict, student: str) -> None:
+    """A sentence, where a result lacks a part publishing reads (an older or damaged file)."""
+    def broken(part: str) -> PublishError:
+        return PublishError(f"The result of {student!r} is not a complete {SCHEMA} document ({part} is "
+                            "missing or of the wrong type); grade the hand-in again.")
+    for key, kinds in _RESULT_PARTS.items():
+        if not isinstance(result.get(key), kinds):
+            raise broken(key)
+    for outer, inner, kinds in _INNER_PARTS:
+        if isinstance(result[outer], dict) and not isinstance(result[outer].get(inner), kinds):
+            raise broken(f"{outer}.{inner}")
+    if result["score"] is not None and not all(isinstance(v, _NUMBER) for v in result["score"].values()):
+        raise broken("score")
+    if not all(isinstance(case, dict) for case in result["cases"]):
+        raise broken("cases")
+    if "sanitizer" in result and not isinstance(result["sanitizer"], (dict, _NONE)):
+        raise broken("sanitizer")
+
+
+def safe_id(student: str) -> str:
+    """The folder name of a student's files: the id itself when it is a plain name (letters,
+    digits, '.', '_', '-', starting with a letter or digit, at most 64 characters), otherwise
+    its plain characters and a hash of the whole id, so two ids never share a folder."""
+    if _SAFE_ID.fullmatch(student):
+        return student
+    plain = re.sub(r"[^A-Za-z0-9_.-]+", "_", student).strip("._-")[:48] or "student"
+    digest = hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{plain}-{digest}"
+
+
+def student_dir(out_dir: Path, student: str) -> Path:
+    """Where a student's feedback goes (and the pictures it links, under images/: pass this
+    folder as grade.finish's attachments_to)."""
+    return Path(out_dir) / STUDENTS_DIR / safe_id(student)
+
+
+# --- what a result says ----------------------------------------------------------------------
+
+def _one_line(text, limit: int = 300) -> str:
+    words = " ".join(str(text or "").split())
+    return words if len(words) <= limit else words[:limit - 3].rstrip() + "..."
+
+
+def _number(value, places: int = 4) -> str:
+    """A number for a CSV cell: rounded, without trailing zeros ('70', '46.6667')."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return ""
+    text = f"{value:.{places}f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def ratio_of(result: dict | None) -> float | None:
+    """Student time / reference time, where performance was measured and scored."""
+    perf = (result or {}).get("performance") or {}
+    ratio = perf.get("ratio")
+    if perf.get("status") != "scored" or not isinstance(ratio, (int, float)) or isinstance(ratio, bool):
+        return None
+    return float(ratio)
+
+
+def _isolation_problem(result: dict) -> str:
+    isolation = (result.get("provenance") or {}).get("isolation")
+    if not isinstance(isolation, dict):
+        return ""
+    if isolation.get("official") is False or isolation.get("allowed_without") is True:
+        missing = "; ".join(str(m) for m in isolation.get("missing") or [])
+        said = isolation.get("summary") or "not the official sandbox"
+        return f"{said}" + (f" (missing: {missing})" if missing else "")
+    return ""
+
+
+def _gpu_sharing(result: dict) -> str:
+    waits = (result.get("provenance") or {}).get("gpu_sharing") or []
+    try:
+        parsed = [gpu.GpuWait(**wait) for wait in waits if isinstance(wait, dict)]
+    except TypeError:
+        return ""
+    if not any(wait.busy_with for wait in parsed):
+        return ""
+    return gpu.describe(parsed)
+
+
+def flags_of(entry: Entry) -> list[tuple[str, str]]:
+    """(kind, what happened) for each thing an instructor should look at, in FLAG_WORDS order."""
+    found: dict[str, str] = {}
+    result = entry.result or {}
+    sanitizer = result.get("sanitizer")
+    if isinstance(sanitizer, dict) and sanitizer.get("status") == "errors":
+        found["sanitizer"] = _one_line(sanitizer.get("message") or "compute-sanitizer found errors")
+    if result.get("status") == "forbidden":
+        feedback = (result.get("build") or {}).get("feedback") or []
+        found["forbidden"] = _one_line(" ".join([str(result.get("message") or "")]
+                                                + [str(line) for line in feedback[:2]]))
+    check = (result.get("performance") or {}).get("cross_check")
+    if isinstance(check, dict) and check.get("flagged"):
+        found["timing"] = _one_line(check.get("message") or (result.get("performance") or {}).get("message")
+                                    or "the program's own timing and the grader's clock disagree")
+    isolation = _isolation_problem(result) if result.get("status") not in (None, "not_isolated") else ""
+    if isolation:
+        found["isolation"] = _one_line(isolation)
+    sharing = _gpu_sharing(result) if result else ""
+    if sharing:
+        found["gpu_shared"] = _one_line(sharing)
+    if entry.changed:
+        hashes = (f" (graded: sha256 {entry.graded_sha256[:12]}..., now {entry.sha256[:12]}...)"
+                  if entry.graded_sha256 and entry.sha256 and entry.graded_sha256 != entry.sha256 else "")
+        found["changed"] = f"the hand-in file is no longer the one graded{hashes}: grade it again"
+    return [(kind, found[kind]) for kind in FLAG_WORDS if kind in found]
+
+
+def failure_of(entry: Entry) -> tuple[str, str] | None:
+    """(reason, what happened) where the hand-in lost points or got no grade; None where it
+    earned full correctness and some performance points, or is not graded yet."""
+    if entry.state == "pending":
+        return None
+    result = entry.result
+    if result is None or entry.state == "failed_to_grade":
+        message = (result or {}).get("message") or "the grader stopped before it had a result"
+        return "grader_error", _one_line(message)
+    status = entry.status
+    message = _one_line(result.get("message"))
+    if status in ("compile_error", "submission_error", "forbidden", "not_isolated", "not_run", "unknown_lab"):
+        return status, message
+    if status != "graded":
+        return "grader_error", message
+    failing = [c for c in result.get("cases") or [] if isinstance(c, dict) and c.get("status") != "passed"]
+    if failing:
+        run_status = (result.get("run") or {}).get("status")
+        reason = "timeout" if run_status == "timeout" else "crashed" if run_status in _CRASHED else "wrong"
+        first = failing[0]
+        return reason, _one_line(f"{len(failing)} case(s) failed; {first.get('name')}: {first.get('message')}")
+    perf = result.get("performance") or {}
+    if perf.get("status") == "zero":
+        return "no_performance", _one_line(perf.get("message"))
+    return None
+
+
+# --- per student -------------------------------------------------------------------------------
+
+def _stand_in_result(entry: Entry, lab_title: str) -> dict:
+    """The result document of a hand-in the grader failed on before it had one: status error,
+    no score, in words the student can read."""
+    return {
+        "schema": SCHEMA, "cudalab_version": __version__, "lab": "", "lab_title": lab_title,
+        "submission": {"name": entry.handin_name or entry.student, "folder": ""},
+        "status": "error", "exit_code": 24, "score": None,
+        "message": "The grader could not grade this hand-in, so no grade was given.",
+        "build": {"status": "not_built", "copied": [], "ignored": [], "feedback": []},
+        "cases": [], "performance": None, "run": None, "warnings": [],
+        "provenance": {"seed": None, "started_at": None, "finished_at": None, "gpu": None, "isolation": None},
+    }
+
+
+def _render(template: str, result: dict, student: str) -> str:
+    try:
+        return report.render(template, result)
+    except (jinja2.TemplateError, KeyError, TypeError, AttributeError, ValueError) as err:
+        raise PublishError(f"The result of {student!r} is not a complete {SCHEMA} document, so its "
+                           f"feedback cannot be written ({err}); grade the hand-in again.") from err
+
+
+def _seconds_between(started, finished) -> int | None:
+    try:
+        return max(0, round((datetime.fromisoformat(finished) - datetime.fromisoformat(started)).total_seconds()))
+    except (TypeError, ValueError):
+        return None
+
+
+def _overview(result: dict) -> str:
+    """The submission-wide text Gradescope shows above the tests."""
+    status = result.get("status")
+    score = result.get("score") if status in GRADE_STATUSES else None
+    lines = [f"{result.get('lab_title')}: {report.STATUS_WORDS.get(status, status)}."]
+    if isinstance(score, dict):
+        total, total_max = report.points_text(score.get("total")), report.points_text(score.get("total_max"))
+        lines.append(f"Score: {total} / {total_max}.")
+    else:
+        lines.append("No grade was given, and this says nothing about your code.")
+    if result.get("message"):
+        lines.append(str(result["message"]))
+    lines += [f"Warning: {w}" for w in result.get("warnings") or []]
+    return "\n".join(lines)
+
+
+def gradescope_results(entry: Entry, result: dict) -> dict:
+    """The grade as Gradescope's autograder results.json: one test per correctness case and
+    one for performance (a build test where the hand-in did not build), the total as the
+    score, and the speed ratio for the leaderboard."""
+    status = result.get("status")
+    counts = status in GRADE_STATUSES and isinstance(result.get("score"), dict)
+    tests: list[dict] = []
+    build = result.get("build") or {}
+    if status in ("compile_error", "submission_error", "forbidden"):
+        output = "\n".join([str(result.get("message") or "")] + [str(f) for f in build.get("feedback") or []])
+        tests.append({"name": "build", "score": 0.0, "max_score": 0.0, "status": "failed",
+                      "output": output.strip(), "output_format": "text", "visibility": "visible"})
+    for case in result.get("cases") or []:
+        passed = case.get("status") == "passed"
+        images = "".join(f"\n(difference image of {output} beside feedback.html: {picture})"
+                         for output, picture in (case.get("difference_images") or {}).items())
+        tests.append({"name": f"correctness: {case.get('name')}", "score": float(case.get("points") or 0.0),
+                      "max_score": float(case.get("max_points") or 0.0),
+                      "status": "passed" if passed else "failed",
+                      "output": "passed" if passed else f"{case.get('message') or 'failed'}{images}",
+                      "output_format": "text", "visibility": "visible"})
+    perf = result.get("performance")
+    if isinstance(perf, dict) and perf.get("status") != "none":
+        ratio = ratio_of(result)
+        check = perf.get("cross_check") or {}
+        if ratio is not None:
+            said = (f"On {perf.get('timing_case')} your code took {report.ms_text(check.get('student_ms'))} "
+                    f"per run against the reference's {report.ms_text(check.get('reference_ms'))}: "
+                    f"{ratio:.3g} times as long.")
+        else:
+            said = (f"{report.points_text(perf.get('points'))} of {report.points_text(perf.get('max_points'))} "
+                    "points.")
+        output = "\n\n".join(part for part in (said, str(perf.get("message") or "")) if part)
+        tests.append({"name": "performance", "score": float(perf.get("points") or 0.0),
+                      "max_score": float(perf.get("max_points") or 0.0),
+                      "status": "passed" if ratio is not None and (perf.get("points") or 0) > 0 else "failed",
+                      "output": output, "output_format": "text", "visibility": "visible"})
+    sanitizer = result.get("sanitizer")
+    if isinstance(sanitizer, dict) and sanitizer.get("status") == "errors":
+        tests.append({"name": "compute-sanitizer", "score": 0.0, "max_score": 0.0, "status": "failed",
+                      "output": str(sanitizer.get("message") or ""), "output_format": "text",
+                      "visibility": "visible"})
+    provenance = result.get("provenance") or {}
+    body = {"score": round(float(result["score"].get("total") or 0.0), 4) if counts else 0.0,
+            "output": _overview(result), "output_format": "text", "test_output_format": "text",
+            "test_name_format": "text", "visibility": "visible", "stdout_visibility": "hidden",
+            "extra_data": {"cudalab_status": status, "graded": counts, "lab": result.get("lab"),
+                           "student": entry.student, "handin_sha256": entry.sha256 or None,
+                           "seed": provenance.get("seed"), "cudalab_version": result.get("cudalab_version")},
+            "tests": tests}
+    seconds = _seconds_between(provenance.get("started_at"), provenance.get("finished_at"))
+    if seconds is not None:
+        body["execution_time"] = seconds
+    ratio = ratio_of(result)
+    if ratio is not None:
+        body["leaderboard"] = [{"name": "speed ratio", "value": float(f"{ratio:.4g}"), "order": "asc"}]
+    return body
+
+
+def write_student(out_dir: Path, entry: dict, lab_title: str) -> dict[str, Path]:
+    """Write one student's feedback.md, feedback.html and Gradescope results.json under
+    out_dir/students/<safe id>/ (each atomically) and return their paths.
+
+    entry: {"student": id, "handin": {"name", "sha256"}, "state": "done" | "pending" |
+    "failed_to_grade", "result": the cudalab.grade/1 document or None}; optionally "changed"
+    (the hand-in changed since it was graded), "graded_handin" (the sha256 that was graded),
+    "name" and "section" (for canvas.csv). Other keys are the batch's own and are ignored.
+    A pending hand-in has no feedback yet: asking for it is an error."""
+    checked = read_entry(entry)
+    if checked.state == "pending":
+        raise PublishError(f"{checked.student!r} has not been graded yet, so there is no feedback to write.")
+    result = checked.result if checked.result is not None else _stand_in_result(checked, lab_title)
+    folder = student_dir(out_dir, checked.student)
+    texts = {"feedback": (report.FEEDBACK_FILE, _render("feedback.md.j2", result, checked.student)),
+             "feedback_html": (report.FEEDBACK_HTML_FILE, _render("feedback.html.j2", result, checked.student))}
+    try:
+        gradescope = json.dumps(gradescope_results(checked, result), indent=2) + "\n"
+    except (KeyError, TypeError, AttributeError, ValueError) as err:
+        raise PublishError(f"The result of {checked.student!r} is not a complete {SCHEMA} document, so "
+                           f"its Gradescope results cannot be written ({err}); grade the hand-in again.") from err
+    texts["gradescope"] = (GRADESCOPE_FILE, gradescope)
+    paths = {}
+    for key, (name, text) in texts.items():
+        paths[key] = folder / name
+        report.atomic_write_text(paths[key], text)
+    return paths
+
+
+# --- per class ----------------------------------------------------------------------------------
+
+def _read_entries(entries) -> list[Entry]:
+    if not isinstance(entries, (list, tuple)):
+        raise PublishError(f"The batch's entries must be a list, not {type(entries).__name__}.")
+    checked = sorted((read_entry(entry) for entry in entries), key=lambda e: e.student)
+    ids = Counter(e.student for e in checked)
+    twice = sorted(student for student, n in ids.items() if n > 1)
+    if twice:
+        raise PublishError(f"The batch lists these students more than once: {', '.join(twice)}; "
+                           "each student needs exactly one hand-in row.")
+    folders = Counter(safe_id(e.student) for e in checked)
+    clash = sorted(e.student for e in checked if folders[safe_id(e.student)] > 1)
+    if clash:
+        raise PublishError(f"These student ids would share a feedback folder: {', '.join(clash)}; "
+                           "rename one of them.")
+    return checked
+
+
+def _spreadsheet_text(text: str) -> str:
+    """A cell a spreadsheet shows as text: one starting like a formula gets a leading quote."""
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def _csv(rows: list[list[str]]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\r\n").writerows(rows)
+    return buffer.getvalue()
+
+
+def _row_message(entry: Entry) -> str:
+    if entry.state == "pending":
+        return "not graded yet: this batch is partial"
+    if entry.result is None:
+        return "the grader failed on this hand-in before it had a result: grade it again"
+    return _one_line(entry.result.get("message"), 500)
+
+
+def gradebook_csv(entries: list[Entry]) -> str:
+    """One row per student (GRADEBOOK_COLUMNS), sorted by id. Grade cells are blank where the
+    outcome is not the student's grade (pending, not run, a grader error)."""
+    rows = [list(GRADEBOOK_COLUMNS)]
+    for entry in entries:
+        score = entry.score or {}
+        ratio = ratio_of(entry.result) if entry.counts else None
+        rows.append([_spreadsheet_text(entry.student), _spreadsheet_text(entry.handin_name), entry.sha256,
+                     entry.status, _number(score.get("correctness")), _number(score.get("performance")),
+                     _number(score.get("total")), _number(score.get("total_max")),
+                     "" if ratio is None else f"{ratio:.4g}",
+                     ";".join(kind for kind, _ in flags_of(entry)),
+                     _spreadsheet_text(_row_message(entry))])
+    return _csv(rows)
+
+
+def _points_possible(entries: list[Entry]) -> float | None:
+    maxima = sorted({float(e.score["total_max"]) for e in entries
+                     if e.score and isinstance(e.score.get("total_max"), (int, float))})
+    if len(maxima) > 1:
+        raise PublishError("The results disagree on the points possible (" + ", ".join(f"{m:g}" for m in maxima)
+                           + "): the lab's scoring changed during the batch. Grade again the hand-ins "
+                             "graded under the old scoring.")
+    return maxima[0] if maxima else None
+
+
+def canvas_csv(entries: list[Entry], lab_title: str, points_possible: float | None = None) -> str:
+    """Canvas's gradebook import: its export's identity columns, then one assignment column
+    "<lab title> (cudalab)", with a Points Possible row second as Canvas's export has it. The
+    student id goes to SIS User ID (and is the name where none is known); a hand-in without a
+    grade of its own has a blank cell, never a zero."""
+    possible = points_possible if points_possible is not None else _points_possible(entries)
+    rows = [list(CANVAS_COLUMNS) + [f"{lab_title} (cudalab)"],
+            [CANVAS_POINTS_POSSIBLE] + [""] * (len(CANVAS_COLUMNS) - 1)
+            + ["" if possible is None else f"{possible:.2f}"]]
+    for entry in entries:
+        score = entry.score
+        rows.append([entry.name or entry.student, "", entry.student, "", entry.section,
+                     "" if score is None else f"{float(score.get('total') or 0.0):.2f}"])
+    return _csv(rows)
+
+
+def _plot_uri(draw) -> tuple[str | None, str]:
+    """(an SVG data URI of the figure `draw` fills, '') or (None, why there is no plot)."""
+    try:
+        import matplotlib
+        from matplotlib.figure import Figure
+    except ImportError:
+        return None, "No plot: drawing it needs matplotlib (pip install matplotlib)."
+    figure = Figure(figsize=(5.6, 3.3))
+    axes = figure.add_subplot()
+    draw(axes)
+    for side in ("top", "right"):
+        axes.spines[side].set_visible(False)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    with matplotlib.rc_context({"svg.hashsalt": _SVG_HASH_SALT, "svg.fonttype": "path"}):
+        figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
+    return "data:image/svg+xml;base64," + base64.b64encode(buffer.getvalue()).decode("ascii"), ""
+
+
+def score_histogram(totals: list[float], total_max: float) -> tuple[str | None, str]:
+    if not totals:
+        return None, "No plot: no hand-in has a grade yet."
+    top = total_max if total_max and total_max > 0 else max(max(totals), 1.0)
+
+    def draw(axes):
+        from matplotlib.ticker import MaxNLocator
+        edges = [top * i / 10 for i in range(11)]
+        axes.hist([min(max(t, 0.0), top) for t in totals], bins=edges, color=SCORE_COLOUR,
+                  edgecolor="white", linewidth=1.0)
+        axes.set_xlim(0, top)
+        axes.set_xlabel(f"total points (of {top:g})")
+        axes.set_ylabel("hand-ins")
+        axes.yaxis.set_major_locator(MaxNLocator(integer=True))
+    return _plot_uri(draw)
+
+
+def ratio_distribution(ratios: list[float]) -> tuple[str | None, str]:
+    ratios = [r for r in ratios if r > 0]
+    if not ratios:
+        return None, "No plot: no hand-in has a measured speed yet (only those whose every case passed are timed)."
+    low, high = min(min(ratios), 0.9) / 1.05, max(max(ratios), 1.1) * 1.05
+
+    def draw(axes):
+        from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator
+        edges = [low * (high / low) ** (i / 16) for i in range(17)]
+        axes.hist(ratios, bins=edges, color=RATIO_COLOUR, edgecolor="white", linewidth=1.0)
+        axes.set_xscale("log")
+        axes.set_xlim(low, high)
+        axes.axvline(1.0, color="#555555", linestyle="--", linewidth=1.0)
+        axes.annotate("reference", xy=(1.0, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -12),
+                      textcoords="offset points", fontsize=8, color="#555555")
+        axes.xaxis.set_major_locator(FixedLocator([t for t in _RATIO_TICKS if low <= t <= high]))
+        axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:g}"))
+        axes.xaxis.set_minor_locator(NullLocator())
+        axes.set_xlabel("time / reference time (log scale; lower is faster)")
+        axes.set_ylabel("hand-ins")
+        axes.yaxis.set_major_locator(MaxNLocator(integer=True))
+    return _plot_uri(draw)
+
+
+def _link(entry: Entry) -> str:
+    return f"{STUDENTS_DIR}/{safe_id(entry.student)}/{report.FEEDBACK_HTML_FILE}"
+
+
+def summary_page(lab: str, lab_title: str, entries: list[Entry], batch_info: dict) -> str:
+    """summary.html: one self-contained page (inline style, plots as data URIs, no script)."""
+    graded = [e for e in entries if e.state != "pending"]
+    pending = len(entries) - len(graded)
+    partial = pending > 0 or batch_info.get("complete") is False
+    words = {**report.STATUS_WORDS, **STATE_WORDS}
+    counted = Counter(e.status for e in entries)
+    counts = [(status, words.get(status, status), counted[status])
+              for status in list(COUNT_ORDER) + sorted(set(counted) - set(COUNT_ORDER)) if counted[status]]
+    scores = [e.score for e in entries if e.score]
+    totals = [float(s.get("total") or 0.0) for s in scores]
+    score_max = max([float(s.get("total_max") or 0.0) for s in scores], default=0.0)
+    timed = [(ratio_of(e.result), e) for e in entries if e.counts and ratio_of(e.result) is not None]
+    score_plot, score_note = score_histogram(totals, score_max)
+    ratio_plot, ratio_note = ratio_distribution([ratio for ratio, _ in timed])
+
+    failures: dict[str, list[dict]] = {}
+    for entry in entries:
+        failure = failure_of(entry)
+        if failure:
+            failures.setdefault(failure[0], []).append({"student": entry.student, "link": _link(entry),
+                                                        "detail": failure[1]})
+    fastest = []
+    correct = [(ratio, e) for ratio, e in timed
+               if all(c.get("status") == "passed" for c in e.result.get("cases") or [])]
+    correct.sort(key=lambda item: (item[0], item[1].student))
+    for rank, (ratio, entry) in enumerate(correct[:_FASTEST], 1):
+        check = (entry.result.get("performance") or {}).get("cross_check") or {}
+        fastest.append({"rank": rank, "student": entry.student, "link": _link(entry), "ratio": f"{ratio:.3g}",
+                        "student_ms": report.ms_text(check.get("student_ms")),
+                        "reference_ms": report.ms_text(check.get("reference_ms")),
+                        "total": report.points_text(entry.score.get("total")),
+                        "flagged": bool(check.get("flagged"))})
+    flagged = [{"student": e.student, "link": _link(e),
+                "flags": [{"kind": kind, "word": FLAG_WORDS[kind], "detail": detail} for kind, detail in flags]}
+               for e in entries for flags in [flags_of(e)] if flags]
+    everyone = [{"student": e.student, "link": _link(e) if e.state != "pending" else None,
+                 "status": words.get(e.status, e.status),
+                 "total": report.points_text(e.score.get("total")) if e.score else "",
+                 "total_max": report.points_text(e.score.get("total_max")) if e.score else "",
+                 "ratio": f"{ratio_of(e.result):.3g}" if e.counts and ratio_of(e.result) is not None else "",
+                 "flags": ", ".join(FLAG_WORDS[kind] for kind, _ in flags_of(e))} for e in entries]
+    page = {
+        "lab": lab, "lab_title": lab_title, "partial": partial, "graded": len(graded), "total": len(entries),
+        "pending": pending, "started_at": batch_info.get("started_at"),
+        "finished_at": batch_info.get("finished_at"),
+        "gpu": batch_info.get("gpu"), "counts": counts,
+        "score_plot": score_plot, "score_note": score_note, "ratio_plot": ratio_plot, "ratio_note": ratio_note,
+        "timed": len(timed),
+        "failures": [{"key": key, "word": FAILURE_REASONS[key], "entries": failures[key]}
+                     for key in FAILURE_REASONS if key in failures],
+        "fastest": fastest, "flagged": flagged, "everyone": everyone,
+    }
+    return report.environment().get_template("summary.html.j2").render(s=page)
+
+
+def write_class(out_dir: Path, lab: str, lab_title: str, entries: list[dict], batch_info: dict,
+                *, points_possible: float | None = None) -> dict[str, Path]:
+    """Write out_dir/gradebook.csv, canvas.csv and summary.html (each atomically; the plots are
+    inside summary.html) and return their paths.
+
+    entries: one per student, as write_student takes them. batch_info: "started_at",
+    "finished_at", "gpu" (shown on the page), "complete" (False while hand-ins are pending),
+    "counts" (the batch's own tally; the page counts the entries itself). points_possible:
+    Canvas's Points Possible, where no result says it (every hand-in pending)."""
+    if not isinstance(batch_info, dict):
+        raise PublishError(f"batch_info must be a mapping (started_at, finished_at, gpu, complete), "
+                           f"not {type(batch_info).__name__}.")
+    checked = _read_entries(entries)
+    out_dir = Path(out_dir)
+    paths = {"gradebook": out_dir / GRADEBOOK_FILE, "canvas": out_dir / CANVAS_FILE,
+             "summary": out_dir / SUMMARY_FILE}
+    texts = {"gradebook": gradebook_csv(checked),
+             "canvas": canvas_csv(checked, lab_title, points_possible),
+             "summary": summary_page(lab, lab_title, checked, batch_info)}
+    for key, path in paths.items():
+        report.atomic_write_text(path, texts[key])
+    return paths

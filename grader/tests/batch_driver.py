@@ -1,0 +1,39 @@
+"""Runs `cudalab batch` in a process of its own on the toy lab, as the tests' SIGKILL cases
+need: the submission 'build' is the tests' fake one (fake_program.py), whose behaviour the
+hand-in's toy.cu gives as a Python dict literal on its first line (`// {'sample_ms': 1.0}`).
+
+    python batch_driver.py ROOT WORK_DIR -- batch toy HANDINS --out OUT ...
+"""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cudalab import build, cli  # noqa: E402
+from conftest import write_fake  # noqa: E402
+
+
+def fake_build(config, spec, folder, work):
+    staged = build.stage_submission(spec, folder, work / "src")
+    first = (staged.copy_dir / "toy.cu").read_text().splitlines()[0]
+    behaviour = ast.literal_eval(first.removeprefix("//").strip())
+    if behaviour.pop("compile_error", False):
+        from cudalab.errors import CompileError
+        raise CompileError("toy.cu did not compile against the official toy harness.",
+                           ["toy.cu:1: error: expected ';'"])
+    binary = write_fake(work / "build" / "toy_submission", name="toy_submission", **behaviour)
+    return build.SubmissionBuild(binary, staged, "")
+
+
+if __name__ == "__main__":
+    import os
+    root, work = sys.argv[1], sys.argv[2]
+    os.environ.update(CUDALAB_ROOT=root, CUDALAB_PRESET="ci", CUDALAB_WORK_DIR=work,
+                      CUDALAB_TIMING_ROUNDS="2", CUDALAB_TIMING_TARGET_S="0.1", CUDALAB_SAMPLES_MIN="10",
+                      CUDALAB_TIMING_WARMUP="1", CUDALAB_PROCESS_TIMEOUT_S="20", CUDALAB_GPU_IDLE_WAIT_S="0")
+    build.build_submission = fake_build
+    sys.exit(cli.main(sys.argv[sys.argv.index("--") + 1:]))

@@ -1,0 +1,233 @@
+"""`cudalab batch` end to end on the toy lab: a mixed class of hand-ins (folders, .tar.gz
+and .zip; correct, wrong, not compiling, crashing, too slow), graded in a process of its own
+(batch_driver.py: the real CLI with the tests' fake build), killed with SIGKILL at several
+points and resumed, and compared with a run that was never interrupted."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from cudalab import batch, publish
+
+DRIVER = Path(__file__).resolve().parent / "batch_driver.py"
+
+# student -> (how it is handed in, what its code does)
+CLASS = {
+    "alice": ("folder", {"sample_ms": 1.0}),
+    "bob": ("tar.gz", {"wrong_cases": ["c_7"]}),
+    "carol": ("zip", {"compile_error": True}),
+    "dave": ("folder", {"sample_ms": 12.0}),
+    "erin": ("tar.gz", {"crash_after": 1}),
+    "frank": ("zip", {"sample_ms": 1.5}),
+    "grace": ("folder", {"sample_ms": 1.0}),
+}
+
+
+def _code(behaviour: dict) -> bytes:
+    return f"// {behaviour!r}\n".encode()
+
+
+def write_handin(folder: Path, student: str, form: str, behaviour: dict, name: str | None = None,
+                 manifest_student: str | None = None) -> Path:
+    files = {"toy.cu": _code(behaviour)}
+    if manifest_student is not None:
+        files["cudalab-manifest.json"] = json.dumps({"schema": "cudalab.handin-manifest/1", "lab": "toy",
+                                                     "student": manifest_student}).encode()
+    if form == "folder":
+        path = folder / (name or student)
+        path.mkdir(parents=True)
+        for file, data in files.items():
+            (path / file).write_bytes(data)
+    elif form == "tar.gz":
+        path = folder / (name or f"toy-{student}.tar.gz")
+        with tarfile.open(path, "w:gz") as tar:
+            for file, data in files.items():
+                info = tarfile.TarInfo(file)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    else:
+        path = folder / (name or f"{student}.zip")
+        with zipfile.ZipFile(path, "w") as archive:
+            for file, data in files.items():
+                archive.writestr(file, data)
+    return path
+
+
+@pytest.fixture
+def handins(tmp_path: Path) -> Path:
+    folder = tmp_path / "handins"
+    folder.mkdir()
+    for student, (form, behaviour) in CLASS.items():
+        if student == "frank":  # the id comes from the manifest, not from the upload's name
+            write_handin(folder, student, form, behaviour, name="upload_8812.zip", manifest_student="frank")
+        else:
+            write_handin(folder, student, form, behaviour)
+    (folder / "notes.txt").write_text("not a hand-in\n")
+    return folder
+
+
+def start(toy_config, handins: Path, out: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(DRIVER), str(toy_config.root), str(toy_config.work_dir), "--",
+                             "batch", "toy", str(handins), "--out", str(out), "--jobs", "3", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def run_batch(toy_config, handins: Path, out: Path, *extra: str) -> tuple[int, str, str]:
+    proc = start(toy_config, handins, out, *extra)
+    stdout, stderr = proc.communicate(timeout=600)
+    return proc.returncode, stdout, stderr
+
+
+def records(out: Path) -> dict[str, dict]:
+    found = {}
+    for path in sorted((out / "records").glob("*.json")):
+        record = json.loads(path.read_text())
+        found[record["job"]["student"]] = record
+    return found
+
+
+def gradebook(out: Path) -> dict[str, dict]:
+    with open(out / "gradebook.csv", newline="", encoding="utf-8") as handle:
+        return {row["student"]: row for row in csv.DictReader(handle)}
+
+
+def outcome(out: Path) -> dict[str, tuple]:
+    """What a batch decided, student by student (seeds and times aside)."""
+    return {student: (row["status"], row["correctness"], row["performance"] != "0" and row["performance"] != "")
+            for student, row in gradebook(out).items()}
+
+
+@pytest.fixture
+def uninterrupted(toy_config, handins, tmp_path) -> Path:
+    out = tmp_path / "uninterrupted"
+    code, _, stderr = run_batch(toy_config, handins, out)
+    assert code == 0, stderr
+    return out
+
+
+def test_a_mixed_class_is_graded_with_every_output(toy_config, handins, uninterrupted):
+    out = uninterrupted
+    found = records(out)
+    assert set(found) == set(CLASS)
+    status = {s: r["result"]["status"] for s, r in found.items()}
+    assert status["alice"] == status["grace"] == status["frank"] == "graded"
+    assert found["alice"]["result"]["score"]["total"] == 100
+    assert found["bob"]["result"]["score"]["performance"] == 0
+    assert [c["status"] for c in found["bob"]["result"]["cases"] if c["name"] == "c_7"] == ["failed"]
+    assert status["carol"] == "compile_error"
+    assert found["erin"]["result"]["score"]["total"] < 100
+    assert found["dave"]["result"]["performance"]["status"] == "zero"  # far slower than the reference
+    # The id came from the manifest for frank, from the name for the others; each hand-in's hash is kept.
+    assert found["frank"]["job"]["id_from"] == "manifest" and found["frank"]["job"]["handin"] == "upload_8812.zip"
+    assert found["bob"]["job"]["id_from"] == "name" and len(found["bob"]["job"]["sha256"]) == 64
+    # The class outputs and every student's feedback.
+    assert set(gradebook(out)) == set(CLASS)
+    for student in CLASS:
+        folder = publish.student_dir(out, student)
+        assert (folder / "feedback.md").is_file() and (folder / "feedback.html").is_file()
+        assert json.loads((folder / "results.json").read_text())["tests"]
+    assert (out / "canvas.csv").is_file() and 'class="partial"' not in (out / "summary.html").read_text()
+    info = json.loads((out / "batch.json").read_text())
+    assert info["lab"] == "toy" and info["schema"] == batch.SCHEMA
+
+
+def test_a_second_run_grades_nothing_again(toy_config, handins, uninterrupted):
+    before = records(uninterrupted)
+    code, _, stderr = run_batch(toy_config, handins, uninterrupted)
+    assert code == 0, stderr
+    assert "7 hand-ins, 7 graded before, 0 to grade now" in stderr
+    assert "skipped notes.txt: it is neither a folder nor" in stderr
+    after = records(uninterrupted)
+    assert {s: r["result"]["provenance"]["seed"] for s, r in after.items()} == \
+        {s: r["result"]["provenance"]["seed"] for s, r in before.items()}
+
+
+@pytest.mark.parametrize("kill_after", [0, 2, 5, len(CLASS)])
+def test_a_batch_killed_with_sigkill_resumes_without_losing_or_repeating(toy_config, handins, tmp_path,
+                                                                        uninterrupted, kill_after):
+    """SIGKILL after `kill_after` grades were committed (0: while it builds; all: while it
+    writes the outputs), then the same command again: what was committed is kept as it was,
+    the rest is graded once, and the outcome is the uninterrupted run's."""
+    out = tmp_path / f"killed-{kill_after}"
+    proc = start(toy_config, handins, out)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if len(list((out / "records").glob("*.json"))) >= kill_after and (kill_after or (out / "batch.json").exists()):
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, "the batch ended before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    committed = records(out)
+    assert len(committed) >= kill_after
+    code, _, stderr = run_batch(toy_config, handins, out)
+    assert code == 0, stderr
+    assert f"{len(committed)} graded before, {len(CLASS) - len(committed)} to grade now" in stderr
+    final = records(out)
+    assert set(final) == set(CLASS)
+    for student, record in committed.items():  # nothing graded twice
+        assert final[student]["result"]["provenance"]["seed"] == record["result"]["provenance"]["seed"]
+    assert outcome(out) == outcome(uninterrupted)
+
+
+def test_a_changed_handin_is_noticed_and_kept_until_regraded(toy_config, handins, uninterrupted):
+    before = records(uninterrupted)["bob"]
+    (handins / "toy-bob.tar.gz").unlink()
+    write_handin(handins, "bob", "tar.gz", {"sample_ms": 1.0})
+    code, _, stderr = run_batch(toy_config, handins, uninterrupted)
+    assert code == 0, stderr
+    assert "changed since graded: bob" in stderr
+    assert records(uninterrupted)["bob"]["result"]["provenance"]["seed"] == before["result"]["provenance"]["seed"]
+    assert "bob" in (uninterrupted / "summary.html").read_text()
+    code, _, stderr = run_batch(toy_config, handins, uninterrupted, "--regrade", "bob")
+    assert code == 0, stderr
+    regraded = records(uninterrupted)["bob"]
+    assert regraded["job"]["sha256"] != before["job"]["sha256"]
+    assert regraded["result"]["score"]["correctness"] == regraded["result"]["score"]["correctness_max"]
+
+
+def test_json_progress_is_one_object_per_line(toy_config, handins, tmp_path):
+    code, stdout, stderr = run_batch(toy_config, handins, tmp_path / "json", "--json")
+    assert code == 0, stderr
+    events = [json.loads(line) for line in stdout.splitlines()]
+    assert events[0]["event"] == "begin" and events[0]["total"] == len(CLASS)
+    assert events[0]["skipped"] == [{"name": "notes.txt",
+                                     "reason": "it is neither a folder nor a .tar.gz, .tgz, .tar or .zip archive"}]
+    done = [e for e in events if e["event"] == "done"]
+    assert sorted(e["student"] for e in done) == sorted(CLASS)
+    assert done[-1]["graded"] == len(CLASS) and done[-1]["rate_per_min"] > 0
+    assert events[-1]["event"] == "end" and events[-1]["info"]["complete"] is True
+
+
+def test_bad_requests_get_a_sentence(toy_config, handins, uninterrupted, tmp_path):
+    code, _, stderr = run_batch(toy_config, handins, uninterrupted, "--regrade", "mallory")
+    assert code != 0 and "--regrade names no hand-in" in stderr and "alice" in stderr
+    assert "Traceback" not in stderr
+    code, _, stderr = run_batch(toy_config, tmp_path / "nowhere", tmp_path / "out2")
+    assert code != 0 and "is not a folder" in stderr and "Traceback" not in stderr
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "thesis.pdf").write_text("mine")
+    code, _, stderr = run_batch(toy_config, handins, tmp_path / "other")
+    assert code != 0 and "is not empty and is not a batch results folder" in stderr
+
+
+def test_student_ids_are_data_never_paths(toy_config, tmp_path):
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    write_handin(folder, "x", "zip", {"sample_ms": 1.0}, name="..zip")
+    write_handin(folder, "x", "tar.gz", {"sample_ms": 1.0}, name="toy-a b;rm -rf.tar.gz")
+    from cudalab import labs
+    jobs, skipped = batch.discover(toy_config, labs.load_lab(toy_config, "toy"), folder)
+    assert [job.student for job in jobs] == ["a b;rm -rf"]  # '..zip' is hidden (a dot file): not a hand-in
+    assert "/" not in jobs[0].key and " " not in jobs[0].key and ";" not in jobs[0].key

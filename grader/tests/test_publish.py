@@ -1,0 +1,390 @@
+"""publish: per-student feedback (Markdown, HTML) and Gradescope results, the class's
+gradebook.csv, canvas.csv and summary.html; stored known-good copies of the pages, the
+Gradescope schema, escaping, partial batches and bad input."""
+from __future__ import annotations
+
+import base64
+import copy
+import csv
+import io
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from cudalab import publish, report
+from grade_results import OUTCOMES, assert_matches_golden, class_entries, entry_for
+
+SCHEMA = Path(publish.__file__).parent / "schemas" / "gradescope_results.schema.json"
+BATCH = {"started_at": "2025-01-01T00:00:00+00:00", "finished_at": None, "gpu": "NVIDIA H100 80GB HBM3",
+         "complete": False, "counts": {}}
+PLOT = re.compile(r"data:image/svg\+xml;base64,[A-Za-z0-9+/=]+")
+
+
+def _validator():
+    jsonschema = pytest.importorskip("jsonschema",
+                                     reason="jsonschema is a test dependency (pip install -e grader[test])")
+    schema = json.loads(SCHEMA.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _rows(path: Path) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"), newline="")))
+
+
+# --- per student --------------------------------------------------------------------------------
+
+FEEDBACK_GOLDEN = ["full_marks", "graded", "compile_error", "not_run", "flagged"]
+
+
+@pytest.mark.parametrize("outcome", FEEDBACK_GOLDEN)
+def test_feedback_matches_the_stored_copies(tmp_path, outcome):
+    result = OUTCOMES[outcome]()
+    paths = publish.write_student(tmp_path, {"student": "alice", "state": "done", "result": result,
+                                             "handin": {"name": "alice.tar.gz", "sha256": "0" * 64}},
+                                  "Vector addition")
+    assert paths["feedback"].read_text() == report.render_feedback(result), "feedback.md is the grade's own"
+    assert_matches_golden(paths["feedback"].read_text(), f"{outcome}.feedback.md")
+    assert_matches_golden(paths["feedback_html"].read_text(), f"{outcome}.feedback.html")
+    assert sorted(p.name for p in (tmp_path / "students" / "alice").iterdir()) == \
+        ["feedback.html", "feedback.md", "results.json"]
+
+
+def test_html_feedback_shows_student_text_and_never_runs_it(tmp_path):
+    result = OUTCOMES["compile_error"]()
+    result["submission"]["name"] = "<img src=x onerror=alert(1)>"
+    result["build"]["feedback"] = ['kernel.cu(3): error: "</pre><script>alert(1)</script>" & more',
+                                   "```", "c = a + b; // ```` four"]
+    result["message"] = "Fix <b>this</b> first."
+    html = report.render_feedback_html(result)
+    assert "<script>" not in html and "<img src=x" not in html and "<b>this</b>" not in html
+    assert "&lt;/pre&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&amp; more" in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    markdown = report.render_feedback(result)
+    assert "\n`````\nkernel.cu(3)" in markdown and markdown.count("\n`````\n") == 2, \
+        "the code fence outlasts any run of backticks in the compiler output"
+
+
+def test_difference_images_are_linked_only_below_the_feedback(tmp_path):
+    result = OUTCOMES["graded"]()
+    result["cases"][1]["difference_images"] = {"c": "images/n_257/c.png", "d": "javascript:alert(1)",
+                                               "e": "../../other/e.png"}
+    html = report.render_feedback_html(result)
+    assert '<a href="images/n_257/c.png">difference image of c</a>' in html
+    assert "javascript:" not in html and "../../other" not in html
+    assert "([difference image of c](images/n_257/c.png))" in report.render_feedback(result)
+
+
+def test_a_sanitizer_that_was_not_run_still_renders():
+    result = OUTCOMES["full_marks"]()
+    result["sanitizer"] = {"status": "skipped", "points_off": 0.0,
+                           "message": "compute-sanitizer is not on this machine, so no points were taken off "
+                                      "for it."}
+    for page in (report.render_feedback(result), report.render_feedback_html(result)):
+        assert "compute-sanitizer is not on this machine" in page
+
+
+@pytest.mark.parametrize("outcome", sorted(OUTCOMES))
+def test_gradescope_results_follow_the_schema(tmp_path, outcome):
+    validator = _validator()
+    entry = entry_for("bob", outcome)
+    result = entry["result"]
+    paths = publish.write_student(tmp_path, entry, "Vector addition")
+    body = json.loads(paths["gradescope"].read_text())
+    errors = sorted(validator.iter_errors(body), key=str)
+    assert not errors, [e.message for e in errors]
+    counts = result["status"] in publish.GRADE_STATUSES
+    assert body["score"] == (result["score"]["total"] if counts else 0.0)
+    assert body["extra_data"]["graded"] is counts and body["extra_data"]["cudalab_status"] == result["status"]
+    expected = (["build"] if result["status"] in ("compile_error", "submission_error", "forbidden") else []) \
+        + [f"correctness: {case['name']}" for case in result["cases"]]
+    assert [test["name"] for test in body["tests"]][:len(expected)] == expected
+    if result["performance"]:
+        perf = next(t for t in body["tests"] if t["name"] == "performance")
+        assert (perf["score"], perf["max_score"]) == (result["performance"]["points"],
+                                                      result["performance"]["max_points"])
+    ratio = publish.ratio_of(result)
+    if ratio is None:
+        assert "leaderboard" not in body
+    else:
+        assert body["leaderboard"] == [{"name": "speed ratio", "value": ratio, "order": "asc"}]
+
+
+def test_gradescope_results_of_each_kind(tmp_path):
+    def gradescope(student, outcome):
+        paths = publish.write_student(tmp_path, entry_for(student, outcome), "V")
+        return json.loads(paths["gradescope"].read_text())
+
+    flagged = gradescope("a", "flagged")
+    assert flagged["score"] == 82.0 and flagged["execution_time"] == 60
+    assert [t["status"] for t in flagged["tests"]] == ["passed"] * 4
+    assert "0.6048 ms per run" in flagged["tests"][-1]["output"]
+    failing = gradescope("b", "graded")
+    assert [t["status"] for t in failing["tests"]] == ["passed", "failed", "passed", "failed"]
+    assert "c[256] is wrong" in failing["tests"][1]["output"]
+    broken = gradescope("c", "compile_error")
+    assert broken["score"] == 0.0 and broken["tests"][0]["name"] == "build"
+    assert 'error: expected a ";"' in broken["tests"][0]["output"]
+    penalised = gradescope("d", "sanitizer_errors")
+    assert penalised["score"] == 90.0 and penalised["tests"][-1]["name"] == "compute-sanitizer"
+    unrun = gradescope("e", "not_run")
+    assert unrun["score"] == 0.0 and "No grade was given" in unrun["output"]
+
+
+def test_the_schema_is_not_a_rubber_stamp():
+    validator = _validator()
+    good = {"score": 1.0, "tests": [{"name": "a", "score": 1.0, "max_score": 1.0, "status": "passed"}]}
+    assert validator.is_valid(good)
+    for bad in ({"tests": [{"name": "a"}]}, {"score": 1.0, "visibility": "public"}, {"score": "1"},
+                {"score": 1.0, "tests": [{"score": 1.0, "status": "ok"}]}, {"score": 1.0, "scores": 2.0},
+                {"score": 1.0, "leaderboard": [{"name": "speed", "value": 1.0, "order": "up"}]}):
+        assert not validator.is_valid(bad), bad
+
+
+def test_a_hand_in_the_grader_failed_on_gets_a_page_saying_so(tmp_path):
+    paths = publish.write_student(tmp_path, entry_for("carol", None, state="failed_to_grade"), "Vector addition")
+    markdown = paths["feedback"].read_text()
+    assert "**Not graded: the grader failed.**" in markdown and "seed" not in markdown
+    assert "Vector addition: feedback for carol.tar.gz" in paths["feedback_html"].read_text()
+    body = json.loads(paths["gradescope"].read_text())
+    assert body["score"] == 0.0 and body["extra_data"]["graded"] is False
+
+
+def test_a_pending_hand_in_has_no_feedback_yet(tmp_path):
+    with pytest.raises(publish.PublishError, match="has not been graded yet"):
+        publish.write_student(tmp_path, entry_for("dave", None, state="pending"), "V")
+    assert not (tmp_path / "students").exists()
+
+
+@pytest.mark.parametrize("student", ["s123", "Alice.Smith-2", "x" * 64])
+def test_a_plain_id_is_its_own_folder(student):
+    assert publish.safe_id(student) == student
+
+
+@pytest.mark.parametrize("student", ["../../etc", "/abs", ".hidden", "a/b", "a b", "ü", "x" * 65, "-x", "\x00",
+                                     "..", "CON:"])
+def test_any_other_id_gets_a_folder_inside_students(tmp_path, student):
+    folder = publish.student_dir(tmp_path, student)
+    assert folder.parent == tmp_path / "students" and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", folder.name)
+    assert len(folder.name) <= 64 and folder.name != student
+    assert publish.safe_id(student + "!") != folder.name, "different ids, different folders"
+    paths = publish.write_student(tmp_path, entry_for(student, "full_marks"), "V")
+    assert all(p.parent == folder for p in paths.values())
+
+
+@pytest.mark.parametrize("entry, words", [
+    ("s1", "must be a mapping"),
+    ({"state": "done", "result": {}}, "no student id"),
+    ({"student": "  ", "state": "done"}, "no student id"),
+    ({"student": "s1", "state": "graded"}, "state 'graded'"),
+    ({"student": "s1", "state": "done", "result": None}, "holds no result"),
+    ({"student": "s1", "state": "done", "result": {"schema": "cudalab.grade/0"}}, "not a cudalab.grade/1"),
+    ({"student": "s1", "state": "done", "result": ["x"]}, "not a cudalab.grade/1"),
+    ({"student": "s1", "state": "done", "handin": "s1.zip", "result": None}, "not a mapping"),
+    ({"student": "s1", "state": "done", "handin": {"name": 3}, "result": {"schema": "cudalab.grade/1"}},
+     "not text"),
+    ({"student": "s1", "state": "done", "result": {"schema": "cudalab.grade/1", "status": "graded"}},
+     "not a complete cudalab.grade/1"),
+    ({"student": "s1", "state": "done", "result": OUTCOMES["full_marks"]() | {"performance": "fast"}},
+     "(performance is missing or of the wrong type)"),
+    ({"student": "s1", "state": "done", "result": OUTCOMES["graded"]() | {"cases": ["n_1"]}},
+     "(cases is missing or of the wrong type)"),
+    ({"student": "s1", "state": "done", "result": OUTCOMES["graded"]() | {"score": {"total": "high"}}},
+     "(score is missing or of the wrong type)"),
+])
+def test_bad_entries_are_refused_in_a_sentence(tmp_path, entry, words):
+    with pytest.raises(publish.PublishError, match=re.escape(words)):
+        publish.write_student(tmp_path, entry, "V")
+
+
+# --- per class ---------------------------------------------------------------------------------
+
+def _publish_class(out: Path, entries=None, batch=None, **kwargs):
+    entries = class_entries() if entries is None else entries
+    return publish.write_class(out, "vector_add", "Vector addition", entries, BATCH if batch is None else batch,
+                               **kwargs), entries
+
+
+def test_gradebook_has_one_row_per_student_in_id_order(tmp_path):
+    paths, entries = _publish_class(tmp_path)
+    rows = list(csv.DictReader(io.StringIO(paths["gradebook"].read_text(), newline="")))
+    assert list(rows[0]) == list(publish.GRADEBOOK_COLUMNS)
+    assert [r["student"] for r in rows] == sorted(e["student"] for e in entries)
+    by_id = {r["student"]: r for r in rows}
+    full = by_id["s1000"]
+    assert (full["status"], full["correctness"], full["performance"], full["total"], full["total_max"],
+            full["ratio"], full["flags"], full["handin"]) == \
+        ("graded", "70", "30", "100", "100", "0.8", "", "s1000.tar.gz")
+    assert full["sha256"] == entries[0]["handin"]["sha256"]
+    assert by_id["s1021"]["total"] == "46.6667" and by_id["s1021"]["ratio"] == ""
+    assert by_id["s1035"]["status"] == "compile_error" and by_id["s1035"]["total"] == "0"
+    assert by_id["s1063"]["flags"] == "changed"
+    assert by_id["s1014"]["flags"] == "timing" and by_id["s1056"]["flags"] == "sanitizer"
+    pending = [r for r in rows if r["status"] == "pending"]
+    assert len(pending) == 6 and all(r["total"] == r["correctness"] == r["ratio"] == "" for r in pending)
+    assert all("partial" in r["message"] for r in pending)
+    unrun = [r for r in rows if r["status"] in ("not_run", "error", "failed_to_grade")]
+    assert unrun and all(r["total"] == "" for r in unrun), "no zero for what the grader could not grade"
+
+
+def test_gradebook_keeps_spreadsheets_from_running_student_text(tmp_path):
+    entry = entry_for("=cmd|' /C calc'!A0", "full_marks")
+    entry["handin"]["name"] = "+SUM(A1:A9).zip"
+    paths, _ = _publish_class(tmp_path, [entry], {"complete": True})
+    row = _rows(paths["gradebook"])[1]
+    assert row[0] == "'=cmd|' /C calc'!A0" and row[1] == "'+SUM(A1:A9).zip"
+    canvas = _rows(paths["canvas"])[2]
+    assert canvas[2] == "=cmd|' /C calc'!A0", "Canvas matches students by the id exactly as it is"
+
+
+def test_canvas_csv_is_what_the_gradebook_import_takes(tmp_path):
+    paths, entries = _publish_class(tmp_path)
+    rows = _rows(paths["canvas"])
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Vector addition (cudalab)"]
+    assert rows[1] == ["    Points Possible", "", "", "", "", "100.00"]
+    students = rows[2:]
+    assert len(students) == len(entries) and [r[2] for r in students] == sorted(e["student"] for e in entries)
+    assert all(r[0] == r[2] and r[1] == r[3] == r[4] == "" for r in students)
+    grade = {r[2]: r[5] for r in students}
+    assert grade["s1000"] == "100.00" and grade["s1021"] == "46.67" and grade["s1035"] == "0.00"
+    assert grade["s1070"] == "0.00", "a forbidden library is the student's zero"
+    statuses = {e["student"]: (e["state"], (e["result"] or {}).get("status")) for e in entries}
+    blank = {s for s, (state, status) in statuses.items()
+             if state != "done" or status in ("not_run", "error", "not_isolated")}
+    assert blank and all(grade[s] == "" for s in blank), "pending and ungraded hand-ins stay blank"
+    assert all(grade[s] != "" for s in set(grade) - blank)
+
+
+def test_canvas_csv_uses_names_and_sections_where_known(tmp_path):
+    entry = entry_for("s1", "full_marks", name="Smith, Ada", section="Lab A")
+    paths, _ = _publish_class(tmp_path, [entry], {"complete": True}, points_possible=None)
+    assert _rows(paths["canvas"])[2] == ["Smith, Ada", "", "s1", "", "Lab A", "100.00"]
+    assert '"Smith, Ada"' in paths["canvas"].read_text()
+
+
+def test_canvas_points_possible_when_nothing_is_graded_yet(tmp_path):
+    entries = [entry_for("s1", None, state="pending")]
+    paths, _ = _publish_class(tmp_path, entries, points_possible=100)
+    assert _rows(paths["canvas"])[1][5] == "100.00" and _rows(paths["canvas"])[2][5] == ""
+    paths, _ = _publish_class(tmp_path, entries)
+    assert _rows(paths["canvas"])[1][5] == ""
+
+
+def test_results_that_disagree_on_the_points_possible_are_refused(tmp_path):
+    entries = [entry_for("s1", "full_marks"), entry_for("s2", "full_marks")]
+    entries[1]["result"]["score"]["total_max"] = 120.0
+    with pytest.raises(publish.PublishError, match="disagree on the points possible"):
+        _publish_class(tmp_path, entries)
+
+
+def test_a_damaged_result_in_a_class_is_refused_in_a_sentence(tmp_path):
+    entries = class_entries()
+    entries[3]["result"]["provenance"]["gpu_sharing"] = "busy"
+    with pytest.raises(publish.PublishError, match=r"The result of 's1021' .*\(provenance.gpu_sharing is missing"):
+        _publish_class(tmp_path, entries)
+
+
+def test_a_student_listed_twice_is_refused(tmp_path):
+    with pytest.raises(publish.PublishError, match="more than once: s1"):
+        _publish_class(tmp_path, [entry_for("s1", "full_marks"), entry_for("s1", "graded")])
+    with pytest.raises(publish.PublishError, match="must be a mapping"):
+        _publish_class(tmp_path, [entry_for("s1", "full_marks")], batch=[("complete", True)])
+
+
+def test_summary_matches_the_stored_copy(tmp_path):
+    paths, _ = _publish_class(tmp_path)
+    page = paths["summary"].read_text()
+    assert len(PLOT.findall(page)) == 2
+    assert_matches_golden(PLOT.sub("data:image/svg+xml;base64,PLOT", page), "class.summary.html")
+
+
+def test_a_partial_batch_says_so_and_a_complete_one_does_not(tmp_path):
+    paths, _ = _publish_class(tmp_path / "partial")
+    page = paths["summary"].read_text()
+    assert 'id="partial-banner">Partial: 34 of 40 graded.' in page
+    assert "<title>Vector addition: class summary (partial)</title>" in page
+    done = [e for e in class_entries() if e["state"] != "pending"]
+    paths, _ = _publish_class(tmp_path / "complete", done, {"complete": True})
+    page = paths["summary"].read_text()
+    assert "Partial" not in page and "partial-banner" not in page
+    paths, _ = _publish_class(tmp_path / "stopped", done, {"complete": False})
+    assert "Partial: 34 of 34 graded." in paths["summary"].read_text(), "the batch's word counts too"
+
+
+def test_summary_groups_failures_and_lists_what_to_look_at(tmp_path):
+    paths, entries = _publish_class(tmp_path)
+    page = paths["summary"].read_text()
+    for key in ("compile_error", "forbidden", "timeout", "wrong", "not_run", "grader_error"):
+        assert f'id="failure-{key}"' in page, key
+    flagged = page[page.index('<table id="flagged">'):page.index("</table>", page.index('<table id="flagged">'))]
+    for word in publish.FLAG_WORDS.values():
+        assert word in flagged, word
+    assert '<a href="students/s1063/feedback.html">s1063</a>' in flagged
+    assert "no longer the one graded (graded: sha256 " in flagged
+    fastest = page[page.index('<table id="fastest">'):page.index("</table>", page.index('<table id="fastest">'))]
+    ratios = [float(r) for r in
+              re.findall(r'<td class="number">(\d+\.?\d*)</td><td class="number">[\d.]+ ms', fastest)]
+    assert len(ratios) == 10 and ratios == sorted(ratios) and ratios[0] == 0.8
+    assert '<td class="number">6</td>' in page[page.index('<table id="counts">'):], "six pending"
+
+
+def test_summary_shows_student_ids_as_text(tmp_path):
+    entry = entry_for("<script>x</script>", "graded")
+    paths, _ = _publish_class(tmp_path, [entry], {"complete": True})
+    page = paths["summary"].read_text()
+    assert "<script>" not in page and "&lt;script&gt;x&lt;/script&gt;" in page
+    assert "students/script_x_script-" in page, "the link goes to the sanitised folder"
+
+
+def test_plots_are_deterministic_svg_with_the_bar_colours(tmp_path):
+    first, _ = _publish_class(tmp_path / "a")
+    second, _ = _publish_class(tmp_path / "b")
+    assert first["summary"].read_text() == second["summary"].read_text()
+    plots = [base64.b64decode(uri.split(",", 1)[1]).decode() for uri in PLOT.findall(first["summary"].read_text())]
+    assert "<dc:date>" not in plots[0] and "Matplotlib v" not in plots[0]
+    assert publish.SCORE_COLOUR in plots[0] and publish.RATIO_COLOUR in plots[1]
+
+
+def test_a_class_with_nothing_to_plot_says_why(tmp_path):
+    paths, _ = _publish_class(tmp_path, [entry_for("s1", "compile_error"), entry_for("s2", None, state="pending")])
+    page = paths["summary"].read_text()
+    assert len(PLOT.findall(page)) == 1 and "No plot: no hand-in has a measured speed yet" in page
+    paths, _ = _publish_class(tmp_path, [entry_for("s2", None, state="pending")])
+    assert "No plot: no hand-in has a grade yet." in paths["summary"].read_text()
+
+
+def test_class_files_are_written_atomically(tmp_path, monkeypatch):
+    paths, _ = _publish_class(tmp_path)
+    before = {key: path.read_bytes() for key, path in paths.items()}
+
+    def crash(*_args, **_kwargs):
+        raise OSError("disk full")
+    monkeypatch.setattr(os, "replace", crash)
+    entries = class_entries()
+    for entry in entries:
+        entry["state"], entry["result"] = "pending", None
+    with pytest.raises(OSError):
+        _publish_class(tmp_path, entries)
+    assert {key: path.read_bytes() for key, path in paths.items()} == before, "the old files survive"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == \
+        ["canvas.csv", "gradebook.csv", "summary.html"], "no temporary files left"
+
+
+def test_atomic_write_bytes_replaces_the_whole_file(tmp_path):
+    target = tmp_path / "deep" / "plot.bin"
+    report.atomic_write_bytes(target, b"\x00\x01" * 10)
+    report.atomic_write_bytes(target, b"\xff")
+    assert target.read_bytes() == b"\xff" and [p.name for p in target.parent.iterdir()] == ["plot.bin"]
+
+
+def test_input_is_not_changed(tmp_path):
+    entries = class_entries()
+    kept = copy.deepcopy(entries)
+    _publish_class(tmp_path, entries)
+    for entry in entries:
+        if entry["state"] != "pending":
+            publish.write_student(tmp_path, entry, "Vector addition")
+    assert entries == kept
