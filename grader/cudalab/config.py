@@ -62,12 +62,12 @@ class Config:
     timing_warmup: int = _setting(5, "Untimed samples at the start of every paced timing run.")
     samples_min: int = _setting(30, "Fewest timed samples in one paced timing run.")
     samples_max: int = _setting(20000, "Most timed samples in one paced timing run.")
-    timing_target_s: float = _setting(0.25, "How long the reference's timed samples of one run "
+    timing_target_s: float = _setting(0.1, "How long the reference's timed samples of one run "
                                       "take (on the grader's clock; as many blank samples come "
                                       "on top); the submission then gets as many samples. The "
                                       "median of many samples keeps each round's estimate steady: "
                                       "with three rounds this keeps regrades of the same code "
-                                      "within 1% of each other (docs/architecture.md, 'Grading time').")
+                                      "within 1% of each other (docs/architecture.md, 'Grading timing').")
     timing_rounds: int = _setting(3, "Rounds of alternating reference/submission timing runs.")
     kept_samples: int = _setting(1, "Timed samples per submission run, drawn in secret, whose "
                                  "outputs the checker judges (each against its own inputs and "
