@@ -44,13 +44,13 @@ from .config import Config
 from .errors import UsageError
 from .exit_codes import Cli
 from .labspec import LabSpec
+from .pack import STUDENT_ID
 from .sdk import sha256_file
 
 SCHEMA = "cudalab.batch/1"
 RECORD_SCHEMA = "cudalab.batch-record/1"
 BATCH_FILE = "batch.json"
 RECORDS = "records"
-_ID_FROM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 
 
@@ -129,7 +129,7 @@ def discover(config: Config, spec: LabSpec, folder: Path) -> tuple[list[Job], li
             continue
         manifest = manifest_of(handin.read_hand_in(path, spec, config))
         said = (manifest or {}).get("student")
-        if isinstance(said, str) and _ID_FROM_NAME.fullmatch(said):
+        if isinstance(said, str) and STUDENT_ID.fullmatch(said):
             student, id_from = said, "manifest"
         else:
             student, id_from = _name_id(spec.name, path.name), "name"

@@ -27,7 +27,7 @@ from .config import Config
 from .errors import UsageError
 from .exit_codes import Cli
 
-_STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")  # a student id `pack --student` takes, and `batch` trusts in a manifest
 
 
 def _version_lines(argv: list[str]) -> list[str]:
@@ -88,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace, config: Config) -> int:
     spec = labs.load_lab(config, args.lab)
-    if args.student is not None and not _STUDENT_ID.fullmatch(args.student):
+    if args.student is not None and not STUDENT_ID.fullmatch(args.student):
         raise UsageError(f"--student {args.student!r} is not a plain id: use letters, digits, '.', '_', "
                          "'@' and '-' only (at most 64).")
     folder = Path(args.folder)
