@@ -104,7 +104,9 @@ class LabSpec:
     ladder: tuple[Rung, ...]
     scoring: Scoring
     handin: HandInRules = HandInRules()
-    checker_gpu: bool = False  # the trusted checker's reference asks the GPU ([checker] gpu)
+    # The cases whose trusted reference asks the GPU ([checker] gpu): the checker sees the GPU
+    # only when it judges one of them, so that checking anything else never holds a GPU.
+    checker_gpu_cases: tuple[str, ...] = ()
     takes_block: bool = False  # the API takes a block shape; `--block WxH` chooses it ([lab] takes_block)
     items_model: str = "0"     # how many items (pixels, keys) a bench case processes ([bench] items_model)
     items_name: str = ""       # what they are called, for "G<items>/s" ([bench] items_name)
@@ -375,10 +377,7 @@ def load(path: str | Path) -> LabSpec:
         raise LabSpecError(f"{where} [scoring]: need 0 < full_marks_ratio < zero_marks_ratio")
 
     handin = _handin(raw.get("handin", {}), cases, scoring, where)
-    checker = raw.get("checker", {})
-    if not isinstance(checker, dict) or set(checker) - {"gpu"} or not isinstance(checker.get("gpu", False), bool):
-        raise LabSpecError(f"{where} [checker]: the only key is 'gpu', true or false (true when the "
-                           "trusted checker's reference asks the GPU, as the occupancy API does)")
+    checker_gpu_cases = _checker_gpu_cases(raw.get("checker", {}), cases, bench_cases, where)
 
     return LabSpec(
         path=path, name=name, title=_require(lab, "title", str, f"{where} [lab]"),
@@ -388,8 +387,28 @@ def load(path: str | Path) -> LabSpec:
         api=tuple(raw.get("api", [])), outputs=outputs, cases=cases,
         bench_cases=bench_cases, byte_model=byte_model, flop_model=flop_model,
         baseline=bench.get("baseline", ""), ladder=ladder, scoring=scoring, handin=handin,
-        checker_gpu=checker.get("gpu", False), takes_block=takes_block, items_model=items_model,
+        checker_gpu_cases=checker_gpu_cases, takes_block=takes_block, items_model=items_model,
         items_name=items_name, raw=raw)
+
+
+def _checker_gpu_cases(checker, cases, bench_cases, where: str) -> tuple[str, ...]:
+    """[checker] gpu: true (every case's reference asks the GPU), false, or the names of the
+    cases whose reference does (as the occupancy lab's live case asks the occupancy API)."""
+    problem = (f"{where} [checker]: the only key is 'gpu': true, false, or a list of the case names whose "
+               "reference asks the GPU (as the occupancy API does)")
+    if not isinstance(checker, dict) or set(checker) - {"gpu"}:
+        raise LabSpecError(problem)
+    gpu = checker.get("gpu", False)
+    names = [c.name for c in (*cases, *bench_cases)]
+    if isinstance(gpu, bool):
+        return tuple(names) if gpu else ()
+    if not isinstance(gpu, list) or not all(isinstance(name, str) for name in gpu):
+        raise LabSpecError(problem)
+    unknown = [name for name in gpu if name not in names]
+    if unknown:
+        raise LabSpecError(f"{where} [checker] gpu names no case {', '.join(map(repr, unknown))} "
+                           f"(the cases: {', '.join(names)})")
+    return tuple(gpu)
 
 
 def _rung(table, bench_names: set[str], where: str) -> Rung:

@@ -220,11 +220,13 @@ class Runner:
         folder = fresh_dir(self.scratch, "verdict")
         if not dump.is_dir():
             dump = fresh_dir(self.scratch, "empty-dump")  # nothing dumped: every case is missing
-        with self._on_gpu(self.spec.checker_gpu):
+        judged = [bench_case] if bench_case else list(cases) or [c.name for c in self.spec.cases]
+        gpu = any(name in self.spec.checker_gpu_cases for name in judged)
+        with self._on_gpu(gpu):
             result = self.sandbox.run(argv, workdir=Bind(folder, RUN, writable=True),
                                       binds=[Bind(checker, inside), Bind(dump, DUMP)],
-                                      limits=run_limits(self.config), gpu=self.spec.checker_gpu,
-                                      env=self._env(self.spec.checker_gpu, None), toolchain=self.toolchain)
+                                      limits=run_limits(self.config), gpu=gpu,
+                                      env=self._env(gpu, None), toolchain=self.toolchain)
         self._log_time("checker" + (" (images)" if images is not None else "")
                        + (f" {bench_case} sample" if bench_case else ""), result)
         verdict = read_untrusted_json(folder / "verdict.json")

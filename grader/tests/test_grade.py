@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import build, cli, grade, report, sandbox
+from cudalab import build, cli, grade, labs, report, sandbox
+from cudalab.runner import Runner
 from conftest import seal, write_fake
 
 
@@ -326,3 +327,25 @@ def test_cli_unknown_lab_still_writes_a_result(toy_config, toy_submission, monke
     result = json.loads((out / "result.json").read_text())
     assert result["status"] == "unknown_lab" and "toy" in result["message"]
     assert result["score"]["total"] == 0
+
+
+def test_the_checker_sees_the_gpu_only_for_the_cases_that_ask_it(toy_config, toy_root, monkeypatch, tmp_path):
+    """[checker] gpu = [cases]: judging a kept timed sample of a case that does not ask the
+    GPU neither holds the GPU nor shows it to the checker (so a batch's other grade can use it)."""
+    lab_toml = toy_root / "labs" / "toy" / "lab.toml"
+    lab_toml.write_text(lab_toml.read_text() + '\n[checker]\ngpu = ["c_7"]\n')
+    spec = labs.load_lab(toy_config, "toy")
+    runner = Runner(toy_config, spec, tmp_path / "scratch")
+    seen: list[bool] = []
+    real_run = runner.sandbox.run
+    monkeypatch.setattr(runner.sandbox, "run", lambda argv, **kw: seen.append(kw["gpu"]) or real_run(argv, **kw))
+    held: list[bool] = []
+    real_on_gpu = runner._on_gpu
+    monkeypatch.setattr(runner, "_on_gpu", lambda gpu: held.append(gpu) or real_on_gpu(gpu))
+    empty = tmp_path / "dump"
+    empty.mkdir()
+    runner.check(empty, 1, bench_case="b_1000")
+    runner.check(empty, 1, cases=["c_1", "c_300"])
+    runner.check(empty, 1, cases=["c_7"])
+    runner.check(empty, 1)
+    assert seen == held == [False, False, True, True]

@@ -148,11 +148,14 @@ def test_ladder_skips_scoring_reference_and_checker_gpu_load(tmp_path):
     assert spec.ladder[0].skip_bench_cases == ("b_1000",)
     assert spec.ladder[0].skip_why == "one thread would take minutes"
     assert spec.ladder[1].skip_bench_cases == ()
-    assert spec.scoring.reference == "ladder/simple.cu" and spec.checker_gpu
+    assert spec.scoring.reference == "ladder/simple.cu" and spec.checker_gpu_cases == ("c_1", "c_7", "c_300", "b_1000")
     from cudalab import labs
     assert labs.scoring_reference(spec) == "ladder_simple"
     plain = load_text(tmp_path, TOY_LAB_TOML)
-    assert labs.scoring_reference(plain) == "solution" and not plain.checker_gpu
+    assert labs.scoring_reference(plain) == "solution" and plain.checker_gpu_cases == ()
+    only = load_text(tmp_path, TOY_LAB_TOML.replace('zero_marks_ratio = 3.00\n',
+                                                    'zero_marks_ratio = 3.00\n\n[checker]\ngpu = ["c_7"]\n'))
+    assert only.checker_gpu_cases == ("c_7",)
 
 
 @pytest.mark.parametrize("old, new, expected", [
@@ -165,7 +168,9 @@ def test_ladder_skips_scoring_reference_and_checker_gpu_load(tmp_path):
      "reference 'ladder/other.cu' is not the source of a [[ladder]] rung (rungs: ladder/simple.cu, toy.cu)"),
     ('zero_marks_ratio = 3.00\n', 'zero_marks_ratio = 3.00\nreference = 3\n', "'reference' must be the source of"),
     ('zero_marks_ratio = 3.00\n', 'zero_marks_ratio = 3.00\n\n[checker]\ngpu = "yes"\n',
-     "[checker]: the only key is 'gpu', true or false"),
+     "[checker]: the only key is 'gpu': true, false, or a list of the case names"),
+    ('zero_marks_ratio = 3.00\n', 'zero_marks_ratio = 3.00\n\n[checker]\ngpu = ["c_8"]\n',
+     "[checker] gpu names no case 'c_8' (the cases: c_1, c_7, c_300, b_1000)"),
 ])
 def test_ladder_scoring_and_checker_errors_are_sentences(tmp_path, old, new, expected):
     assert old in TOY_LAB_TOML
