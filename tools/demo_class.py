@@ -9,7 +9,7 @@ check of a batch's results against what each hand-in deserves.
         hostile ones), packed as .tar.gz, .zip and folders in turn, each with a manifest
         naming its student; HANDINS/../class.json says which entry each student got. Entries
         that hang until the run's time limit are left out beyond K of them (default 1): each
-        holds its GPU for the whole limit (CUDALAB_PROCESS_TIMEOUT_S).
+        holds its GPU for the whole limit (the lab's [scoring] time_limit_s).
     python3 tools/demo_class.py verify HANDINS OUT
         every student's grade (OUT/records) held to its entry's expect.toml, and the machine
         checked for what no submission may leave behind; prints a table, exits 1 on any

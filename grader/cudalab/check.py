@@ -255,7 +255,7 @@ class HandInCheck:
         args: list = ["--seed", self.seed, "--dump", f"{RUN}/dump", "--json", f"{RUN}/run.json", "--quiet"]
         for case in cases:
             args += ["--case", case]
-        result, folder = runner.run(self.binary, args)
+        result, folder = runner.run_cases(self.binary, args)
         if result.exit_code == Harness.NO_DEVICE:
             said = why_nothing_ran(read_untrusted_json(folder / "run.json"))
             check.skip("not run: " + (said or "the program found no CUDA device"))

@@ -119,8 +119,8 @@ class GradingSession:
     # -- correctness ------------------------------------------------------------------------
     def run_correctness(self) -> tuple[list[dict], dict]:
         console.info(f"Running the submission on {len(self.spec.cases)} cases (seed {self.seed})")
-        result, folder = self.runner.run(self.submission, ["--seed", self.seed, "--dump", f"{RUN}/dump",
-                                                           "--json", f"{RUN}/run.json", "--quiet"])
+        result, folder = self.runner.run_cases(self.submission, ["--seed", self.seed, "--dump", f"{RUN}/dump",
+                                                                 "--json", f"{RUN}/run.json", "--quiet"])
         console.info("Checking its outputs with the trusted checker")
         verdicts = self.runner.check(folder / "dump", self.seed)
         drawn = self.difference_images(folder, verdicts)

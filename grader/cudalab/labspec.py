@@ -68,6 +68,10 @@ class Scoring:
     full_marks_ratio: float
     zero_marks_ratio: float
     reference: str = ""  # the [[ladder]] source students are timed against; "" is the solution
+    # Wall-clock limit for one run of every case (a grade's correctness run, `cudalab run`,
+    # the hand-in check's smoke run): a hung or hopelessly slow program is stopped here
+    # instead of holding the GPU for the grader's general process limit.
+    time_limit_s: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -360,6 +364,7 @@ def load(path: str | Path) -> LabSpec:
         full_marks_ratio=float(_require(sc, "full_marks_ratio", (int, float), in_scoring)),
         zero_marks_ratio=float(_require(sc, "zero_marks_ratio", (int, float), in_scoring)),
         reference=sc.get("reference", ""),
+        time_limit_s=_time_limit(sc.get("time_limit_s", Scoring.time_limit_s), in_scoring),
     )
     if not isinstance(scoring.reference, str):
         raise LabSpecError(f"{in_scoring}: 'reference' must be the source of a [[ladder]] rung, e.g. \"ladder/tiled.cu\"")
@@ -389,6 +394,13 @@ def load(path: str | Path) -> LabSpec:
         baseline=bench.get("baseline", ""), ladder=ladder, scoring=scoring, handin=handin,
         checker_gpu_cases=checker_gpu_cases, takes_block=takes_block, items_model=items_model,
         items_name=items_name, raw=raw)
+
+
+def _time_limit(value, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 3600:
+        raise LabSpecError(f"{where}: 'time_limit_s' must be a number of seconds, more than 0 and at most "
+                           "3600 (how long one run of every case may take)")
+    return float(value)
 
 
 def _checker_gpu_cases(checker, cases, bench_cases, where: str) -> tuple[str, ...]:

@@ -333,7 +333,8 @@ def main(args: argparse.Namespace, config: Config) -> int:
         console.info(f"Running {source}")
         # The student's own CUDA settings (CUDA_LAUNCH_BLOCKING, ...) reach the program.
         env = {key: value for key, value in os.environ.items() if key.startswith("CUDA_")}
-        result, folder = runner.run(binary, argv, env=env)
+        # A timed --bench run may take longer than the cases' time limit: it has its own.
+        result, folder = runner.run(binary, argv, env=env) if args.bench else runner.run_cases(binary, argv, env=env)
         run_json = read_untrusted_json(folder / "run.json")
         verdicts, saved = {}, None
         feedback = feedback_dir(config, spec, args.folder, args.target) if image_lab else None

@@ -195,6 +195,15 @@ class Runner:
                                             first if first.startswith("--") else "") if w), result)
         return result, folder
 
+    def run_cases(self, binary: Path, args: Sequence[object], **kwargs) -> tuple[ProcessResult, Path]:
+        """`run` of the lab's cases (not its timed runs) under the lab's time limit, which a
+        timed-out run's message names."""
+        limit = self.spec.scoring.time_limit_s
+        result, folder = self.run(binary, args, timeout_s=limit, **kwargs)
+        result.limit_words = (f"the {self.spec.name} lab's time limit for one run of its cases, "
+                              "lab.toml [scoring] time_limit_s")
+        return result, folder
+
     def check(self, dump: Path, seed: int, *, cases: Sequence[str] = (), bench_case: str | None = None,
               hash_key: str | None = None, hashes: dict[str, str] | None = None,
               images: Path | None = None) -> dict[str, dict]:

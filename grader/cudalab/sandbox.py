@@ -101,6 +101,7 @@ class ProcessResult:
     isolation: str = "none: trusted process"   # Isolation.describe() for sandboxed runs
     oom_killed: bool = False                   # the cgroup's OOM killer ended a process
     memory_limit_bytes: int | None = None      # the memory limit in force, for the message
+    limit_words: str = "the wall-clock limit"  # which limit timeout_s is, for the message
 
     @property
     def exit_code(self) -> int:
@@ -128,8 +129,9 @@ class ProcessResult:
             return (f"the program was killed: it used more than {limit}; look for an "
                     "allocation that grows with a loop or a size computed wrongly")
         if self.timed_out:
-            return (f"the program was killed after {self.timeout_s:g} s (the wall-clock limit); "
-                    "look for a loop that never ends or a kernel that never returns")
+            return (f"the program was killed after {self.timeout_s:g} s ({self.limit_words}); "
+                    "look for a loop that never ends, a kernel that never returns, or one far slower "
+                    "than it needs to be")
         if self.returncode < 0:
             meaning = _SIGNAL_MEANING.get(-self.returncode, "stopped by a signal")
             return f"the program crashed with {self.signal_name} ({meaning})"

@@ -145,11 +145,18 @@ def test_crash_fails_the_cases_without_a_passed_verdict(toy_config, toy_submissi
     assert result["score"]["correctness"] == 20
 
 
-def test_timeout_is_reported_in_words(toy_config, toy_submission, fake_submission):
+def test_timeout_is_reported_in_words(toy_config, toy_root, toy_submission, fake_submission):
+    """The correctness run stops at the lab's time limit (lab.toml [scoring] time_limit_s), not
+    the grader's general process limit, and the message names that limit."""
+    lab_toml = toy_root / "labs" / "toy" / "lab.toml"
+    lab_toml.write_text(lab_toml.read_text().replace("zero_marks_ratio = 3.00\n",
+                                                     "zero_marks_ratio = 3.00\ntime_limit_s = 1.5\n"))
     fake_submission(hang=True)
-    result = grade_toy(toy_config, toy_submission, process_timeout_s=2.0)
+    result = grade_toy(toy_config, toy_submission, process_timeout_s=60.0)
     assert set(case_status(result).values()) == {"failed"}
-    assert "killed after 2 s" in result["cases"][0]["message"]
+    assert ("killed after 1.5 s (the toy lab's time limit for one run of its cases, lab.toml [scoring] "
+            "time_limit_s)") in result["cases"][0]["message"]
+    assert result["run"]["wall_s"] < 30
     assert result["run"]["status"] == "timeout" and result["run"]["exit_code"] == 5
 
 

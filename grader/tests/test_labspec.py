@@ -169,6 +169,10 @@ def test_ladder_skips_scoring_reference_and_checker_gpu_load(tmp_path):
     ('zero_marks_ratio = 3.00\n', 'zero_marks_ratio = 3.00\nreference = 3\n', "'reference' must be the source of"),
     ('zero_marks_ratio = 3.00\n', 'zero_marks_ratio = 3.00\n\n[checker]\ngpu = "yes"\n',
      "[checker]: the only key is 'gpu': true, false, or a list of the case names"),
+    ('zero_marks_ratio = 3.00\n', 'zero_marks_ratio = 3.00\ntime_limit_s = "long"\n',
+     "[scoring]: 'time_limit_s' must be a number of seconds, more than 0 and at most 3600"),
+    ('zero_marks_ratio = 3.00\n', 'zero_marks_ratio = 3.00\ntime_limit_s = 0\n',
+     "[scoring]: 'time_limit_s' must be a number of seconds"),
     ('zero_marks_ratio = 3.00\n', 'zero_marks_ratio = 3.00\n\n[checker]\ngpu = ["c_8"]\n',
      "[checker] gpu names no case 'c_8' (the cases: c_1, c_7, c_300, b_1000)"),
 ])
