@@ -8,6 +8,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 _QUERY = ["nvidia-smi", "--query-compute-apps=gpu_uuid,pid,process_name,used_memory", "--format=csv,noheader"]
 _locks: dict[str, threading.RLock] = {}
@@ -44,9 +45,10 @@ def device_uuid(device: str) -> str | None:
     return found[0] if found else None
 
 
-def compute_processes(device: str = "") -> list[str] | None:
+def compute_processes(device: str = "", ignore: frozenset[int] = frozenset()) -> list[str] | None:
     """One line per process computing now on the GPU `device` names (every GPU when it is
-    empty), or None when this cannot be known (no nvidia-smi, or it failed)."""
+    empty), but those whose pid is in `ignore`, or None when this cannot be known (no
+    nvidia-smi, or it failed)."""
     found = _smi(_QUERY)
     if found is None:
         return None
@@ -55,7 +57,36 @@ def compute_processes(device: str = "") -> list[str] | None:
         if uuid is None:
             return None
         found = [line for line in found if line.split(",", 1)[0].strip() == uuid]
-    return [line.split(",", 1)[1].strip() if "," in line else line for line in found]
+    rows = [line.split(",", 1)[1].strip() if "," in line else line for line in found]
+    return [row for row in rows if _pid(row) not in ignore]
+
+
+def _pid(row: str) -> int | None:
+    first = row.split(",", 1)[0].strip()
+    return int(first) if first.isdigit() else None
+
+
+def process_tree(root: int, proc: Path = Path("/proc")) -> frozenset[int]:
+    """`root` and every process descended from it now (host pids, as nvidia-smi lists them)."""
+    children: dict[int, list[int]] = {}
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        # pid (comm) state ppid ...: comm may hold spaces and parentheses, so split after the last ')'
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 1 and fields[1].isdigit():
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo += children.get(pid, [])
+    return frozenset(found)
 
 
 @dataclass
@@ -70,12 +101,13 @@ class GpuWait:
 
 
 def wait_until_idle(timeout_s: float, poll_s: float = 1.0, probe=compute_processes, clock=time.monotonic,
-                    sleep=time.sleep, device: str = "") -> GpuWait:
-    """Wait (up to timeout_s) until no process computes on the GPU (`device`, when given)."""
+                    sleep=time.sleep, device: str = "", ignore: frozenset[int] = frozenset()) -> GpuWait:
+    """Wait (up to timeout_s) until no process computes on the GPU (`device`, when given),
+    but the grader's own idle ones (`ignore`: the reference kept for the timing rounds)."""
     started = clock()
     first = True
     while True:
-        found = probe(device) if device else probe()
+        found = probe(device, ignore) if ignore else probe(device) if device else probe()
         if found is None:
             return GpuWait(known=False)
         waited = 0.0 if first else clock() - started  # the query itself is no wait

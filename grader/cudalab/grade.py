@@ -33,8 +33,9 @@ from .errors import (CompileError, CudalabError, GraderError, NoDeviceError, Not
                      SubmissionError)
 from .exit_codes import Cli, Harness
 from .labspec import LabSpec
-from .runner import RUN, Runner, fresh_dir, read_untrusted_json, why_nothing_ran
+from .runner import RUN, Runner, fresh_dir, paced_argv, read_untrusted_json, why_nothing_ran
 from .sandbox import ProcessResult, Sandbox, run_limits, scratch_root
+from .reference import ReferenceServer
 from .scoring import case_points, score as compute_score, zero as zero_score
 from .timing import ChannelClosed, Pace, PacedRun, ProtocolError, RoundTimes, cross_check, drive
 
@@ -89,8 +90,10 @@ def rough_ratio(reference: PacedRun, student: PacedRun) -> float:
 class GradingSession:
     """One grading of one built submission: seeds, folders, the reference, the checker."""
 
-    def __init__(self, config: Config, spec: LabSpec, submission: Path, seed: int, tmp: Path):
+    def __init__(self, config: Config, spec: LabSpec, submission: Path, seed: int, tmp: Path,
+                 reference_server: ReferenceServer | None = None):
         self.config, self.spec, self.seed, self.tmp = config, spec, seed, tmp
+        self.reference_server = reference_server
         self.runner = Runner(config, spec, tmp)
         self.reference = self.runner.official(labs.scoring_reference(spec))
         self.submission = submission
@@ -191,14 +194,16 @@ class GradingSession:
         return body
 
     # -- performance ------------------------------------------------------------------------
-    def paced(self, binary: Path, who: str, samples: int | None, keep: int,
-              stop_when=None) -> tuple[PacedRun, Path]:
-        """One paced timing run (timing.py); raises _PerformanceZero when the submission's
-        run fails or breaks the protocol, GraderError when the reference's does."""
+    def _pace(self, samples: int | None, keep: int, stop_when=None) -> Pace:
+        c = self.config
+        return Pace(warmup=c.timing_warmup, samples=samples, target_s=c.timing_target_s, samples_min=c.samples_min,
+                    samples_max=c.samples_max, keep=keep, sample_timeout_s=c.sample_timeout_s, stop_when=stop_when)
+
+    def paced(self, samples: int | None, keep: int, stop_when=None) -> tuple[PacedRun, Path]:
+        """The submission's paced timing run of one round, a process of its own (timing.py);
+        raises _PerformanceZero when it fails or breaks the protocol."""
         case = self.spec.scoring.timing_case
-        pace = Pace(warmup=self.config.timing_warmup, samples=samples, target_s=self.config.timing_target_s,
-                    samples_min=self.config.samples_min, samples_max=self.config.samples_max, keep=keep,
-                    sample_timeout_s=self.config.sample_timeout_s, stop_when=stop_when)
+        pace = self._pace(samples, keep, stop_when)
         to_child_read, to_child_write = os.pipe()
         from_child_read, from_child_write = os.pipe()
         outcome: dict = {}
@@ -216,21 +221,12 @@ class GradingSession:
                 os.close(from_child_read)
                 os.close(to_child_write)
 
-        result, folder = self.runner.run(
-            binary, ["--paced", "--bench-case", case, "--dump", f"{RUN}/dump", "--json", f"{RUN}/run.json",
-                     "--control-in", to_child_read, "--control-out", from_child_write],
-            pass_fds=(to_child_read, from_child_write), during=talk)
+        result, folder = self.runner.run(self.submission, paced_argv(case, to_child_read, from_child_write),
+                                         pass_fds=(to_child_read, from_child_write), during=talk)
         run: PacedRun | None = outcome.get("run")
         if run is None or result.exit_code != Harness.PASSED or not run.wall_ms:
             why = outcome.get("error") or failure_reason(result)
-            if who == "reference":
-                raise GraderError(f"The reference solution's timed run failed ({why}).")
             raise _PerformanceZero(f"In the timed runs on {case}, {why}.")
-        if who == "reference":
-            entry = next(iter((read_untrusted_json(folder / "run.json") or {}).get("bench", [])), {})
-            for key in ("sm_clock_mhz_before", "sm_clock_mhz_after"):
-                if isinstance(entry.get(key), (int, float)):
-                    self.bench_clocks.append(float(entry[key]))
         return run, folder
 
     def _too_slow(self, reference: PacedRun):
@@ -247,17 +243,22 @@ class GradingSession:
         student_rounds: list[RoundTimes] = []
         kept: list[tuple[Path, object]] = []
         samples = None
+        # The reference's program serves every round (reference.py): the batch's one for this
+        # GPU where it gives one, else one of this grade's own, ended after the last round.
+        server = self.reference_server or ReferenceServer(self.runner, self.reference, scoring.timing_case,
+                                                          config.sample_timeout_s)
         try:
             for number in range(1, config.timing_rounds + 1):
                 with gpu.exclusive(config.gpu_device):  # a round's two runs back to back, the GPU alone
-                    self.gpu_waits.append(gpu.wait_until_idle(config.gpu_idle_wait_s, device=config.gpu_device))
+                    self.gpu_waits.append(gpu.wait_until_idle(config.gpu_idle_wait_s, device=config.gpu_device,
+                                                              ignore=server.pids()))
                     console.info(f"Timing round {number} of {config.timing_rounds} on {scoring.timing_case}")
-                    ref, ref_folder = self.paced(self.reference, "reference", samples, keep=0)
-                    self._discard(ref_folder)
+                    ref = server.session(self._pace(samples, keep=0))
                     samples = samples or ref.timed
                     perf["samples"] = samples
-                    sub, sub_folder = self.paced(self.submission, "submission", samples,
-                                                 keep=config.kept_samples, stop_when=self._too_slow(ref))
+                    sub, sub_folder = self.paced(samples, keep=config.kept_samples, stop_when=self._too_slow(ref))
+                if number == config.timing_rounds and server is not self.reference_server:
+                    self.bench_clocks += server.close()  # the GPU is free for the kept samples' checks
                 kept += [(sub_folder / "dump" / k.dump_name, k) for k in sub.kept]
                 reference_rounds.append(RoundTimes.of(ref))
                 student_rounds.append(RoundTimes.of(sub))
@@ -273,6 +274,9 @@ class GradingSession:
         except _PerformanceZero as zero:
             perf.update(status="zero", message=str(zero))
             return perf
+        finally:
+            if server is not self.reference_server:
+                server.close()
         checked = cross_check(reference_rounds, student_rounds, agreement=config.timing_agreement,
                               noise_floor=config.timing_noise_floor)
         perf.update(ratio=checked.ratio, message=checked.message, cross_check=checked.to_json(),
@@ -364,10 +368,11 @@ def probe_device(config: Config, spec: LabSpec) -> dict:
 
 
 def grade_built(result: dict, config: Config, spec: LabSpec, binary: Path, tmp: Path,
-                device: dict | None = None) -> None:
+                device: dict | None = None, reference: ReferenceServer | None = None) -> None:
     """Run, check, time and score a built submission, filling `result` as it goes. `device`
-    is probe_device()'s answer when the caller probed the GPU already."""
-    session = GradingSession(config, spec, binary, result["provenance"]["seed"], tmp)
+    is probe_device()'s answer when the caller probed the GPU already; `reference`, the
+    reference's program kept for every grade on this GPU (a batch's), when there is one."""
+    session = GradingSession(config, spec, binary, result["provenance"]["seed"], tmp, reference)
     try:
         if device is not None:
             session.device = device
@@ -467,16 +472,18 @@ def begin(config: Config, lab: str, folder: Path, seed: int | None = None,
     return pending
 
 
-def finish(pending: Pending, attachments_to: Path | None = None, device: dict | None = None) -> dict:
+def finish(pending: Pending, attachments_to: Path | None = None, device: dict | None = None,
+           reference: ReferenceServer | None = None) -> dict:
     """Run, check, time and score what begin() built (or report why it could not), clean up,
     and return the complete result document. Pictures the feedback links (difference images)
     are copied into `attachments_to` (the folder feedback.md goes to) when it is given;
-    `device` is probe_device()'s answer when the caller probed the GPU already."""
+    `device` is probe_device()'s answer when the caller probed the GPU already, `reference`
+    the reference's program a batch keeps for every grade on this GPU."""
     result, config = pending.result, pending.config
     try:
         if pending.error is not None:
             raise pending.error
-        grade_built(result, config, pending.spec, pending.binary, pending.tmp, device)
+        grade_built(result, config, pending.spec, pending.binary, pending.tmp, device, reference)
     except NoDeviceError as err:
         result["score"] = None  # not a zero: nothing was graded
         _set_status(result, err.status, str(err))

@@ -106,6 +106,13 @@ def kept_bench_samples(run_json: dict | None) -> list[tuple[str, int]]:
     return kept
 
 
+def paced_argv(case: str, control_in: int, control_out: int) -> list[object]:
+    """A lab program's arguments for a paced run of bench case `case` (timing.py's protocol
+    over the two descriptors; the kept samples' outputs go to RUN/dump)."""
+    return ["--paced", "--bench-case", case, "--dump", f"{RUN}/dump", "--json", f"{RUN}/run.json",
+            "--control-in", control_in, "--control-out", control_out]
+
+
 class Runner:
     """Runs one lab's binaries and checker in the sandbox, in folders under `scratch`."""
 
@@ -175,19 +182,23 @@ class Runner:
     def run(self, binary: Path, args: Sequence[object], *, gpu: bool = True, timeout_s: float | None = None,
             env: dict[str, str] | None = None, pass_fds: Sequence[int] = (),
             during: Callable[[], bool] | None = None, wrapper: Sequence[str] = (),
-            wrapper_toolchain: Sequence[Path] = (), official: bool = False) -> tuple[ProcessResult, Path]:
+            wrapper_toolchain: Sequence[Path] = (), official: bool = False,
+            started: Callable[[int], None] | None = None, hold_gpu: bool = True) -> tuple[ProcessResult, Path]:
         """Run `binary` with `args` (inside paths: RUN/...) in a folder of its own, under
         `wrapper` when given (a tool such as compute-sanitizer, whose folders outside /usr are
         `wrapper_toolchain`); return the result and that folder (on the host). `official`
         (a ladder rung, checked against the manifest) may load the libraries the lab forbids
-        submissions: its library baseline (cuBLAS) is loaded at run time."""
+        submissions: its library baseline (cuBLAS) is loaded at run time. `started` is told
+        the program's host pid; `hold_gpu=False` runs it without holding the GPU for its whole
+        life (the kept reference: its owner holds the GPU for each of its sessions)."""
         folder = fresh_dir(self.scratch, "run")
         inside = f"{BIN}/{binary.name}"
-        with self._on_gpu(gpu):
+        with self._on_gpu(gpu and hold_gpu):
             result = self.sandbox.run([*map(str, wrapper), inside, *map(str, args)],
                                       workdir=Bind(folder, RUN, writable=True),
                                       binds=[Bind(binary, inside)], limits=run_limits(self.config, timeout_s),
                                       gpu=gpu, env=self._env(gpu, env), pass_fds=pass_fds, during=during,
+                                      started=started,
                                       toolchain=tuple(self.toolchain) + tuple(wrapper_toolchain),
                                       hide=() if official else self.hidden)
         first = str(args[0]) if args else ""

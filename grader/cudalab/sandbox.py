@@ -284,7 +284,8 @@ def _supervise(argv: list[str], *, timeout_s: float, output_cap_bytes: int,
                cwd: Path | str | None, env: dict[str, str] | None,
                preexec_fn: Callable[[], None] | None, pass_fds: Sequence[int] = (),
                on_timeout: Callable[[], None] | None = None,
-               during: Callable[[], bool] | None = None) -> _Finished:
+               during: Callable[[], bool] | None = None,
+               started: Callable[[int], None] | None = None) -> _Finished:
     """Start argv in a new session, drain its output, enforce the wall clock. Raises OSError
     when it cannot start. `pass_fds` are closed here once the child holds them. `during`,
     when given, runs while the program does (the grader talks to it over descriptors it
@@ -302,6 +303,8 @@ def _supervise(argv: list[str], *, timeout_s: float, output_cap_bytes: int,
                _CappedReader(proc.stderr, output_cap_bytes)]
     for reader in readers:
         reader.start()
+    if started is not None:
+        started(proc.pid)
     timed_out = False
     failure: BaseException | None = None
     try:
@@ -1006,7 +1009,8 @@ class Sandbox:
     def run(self, argv: Sequence[str], *, workdir: Bind, binds: Sequence[Bind] = (),
             limits: Limits, gpu: bool = False, env: dict[str, str] | None = None,
             pass_fds: Sequence[int] = (), during: Callable[[], bool] | None = None,
-            toolchain: Sequence[Path] = (), hide: Sequence[Path] = ()) -> ProcessResult:
+            toolchain: Sequence[Path] = (), hide: Sequence[Path] = (),
+            started: Callable[[int], None] | None = None) -> ProcessResult:
         """Run argv (in inside coordinates) with `workdir` as its writable cwd and HOME and
         `binds` as the only other folders it sees. Never raises for the program's own
         failures; raises GraderError when the sandbox itself cannot be set up.
@@ -1035,7 +1039,7 @@ class Sandbox:
                 raise GraderError(f"Cannot bind {bind.host} into the sandbox at {bind.inside}: "
                                   "it does not exist.")
         isolation = self.isolation_for(limits)
-        talk = {"pass_fds": tuple(pass_fds), "during": during, "toolchain": tuple(toolchain),
+        talk = {"pass_fds": tuple(pass_fds), "during": during, "started": started, "toolchain": tuple(toolchain),
                 "hide": tuple(Path(p) for p in hide)}
         if self._bubblewrap is None:
             return self._run_unsandboxed(argv, workdir, every_bind, limits, env, isolation, talk)
@@ -1112,7 +1116,7 @@ class Sandbox:
                               preexec_fn=_child_setup(_rlimits(limits, self._nproc(limits)),
                                                       cgroup.procs_file if cgroup else None, uid),
                               pass_fds=(status_write, *talk["pass_fds"]), on_timeout=stop,
-                              during=talk["during"])
+                              during=talk["during"], started=talk["started"])
         except (OSError, subprocess.SubprocessError) as err:
             raise GraderError(f"Could not start bubblewrap ({self._bubblewrap.program}) for "
                               f"{argv[0]}: {err}. Check CUDALAB_BWRAP, and that the grader may "
@@ -1170,7 +1174,7 @@ class Sandbox:
                                                       cgroup.procs_file if cgroup else None,
                                                       None),
                               on_timeout=cgroup.kill if cgroup else None,
-                              pass_fds=talk["pass_fds"], during=talk["during"])
+                              pass_fds=talk["pass_fds"], during=talk["during"], started=talk["started"])
         except OSError as err:
             return ProcessResult(argv, 127, False, time.perf_counter() - start, limits.timeout_s,
                                  "", f"could not start {host_argv[0]}: {err.strerror}\n",

@@ -129,72 +129,94 @@ class Pace:
     stop_when: Callable[[PacedRun], bool] | None = None   # True ends the run early
 
 
+class PacedChannel:
+    """The grader's end of one paced program: it reads the program's 'ready' line, then runs
+    any number of sessions (a timing round's warm-ups and samples) over the same pipes, and
+    says 'end'. One session per process is a submission's round; an official program (the
+    reference) may serve every round of a grade, or of a batch, from one process. Sample
+    numbers run on across sessions, so the program can never answer one sample for another."""
+
+    def __init__(self, read_fd: int, write_fd: int, case: str, timeout_s: float):
+        self.reader, self.write_fd, self.case = _LineReader(read_fd), write_fd, case
+        ready = self.reader.read_line(timeout_s).split()
+        if len(ready) < 3 or ready[0] != "ready" or ready[1] != case:
+            raise ProtocolError(f"did not start with 'ready {case} OUTPUT...' (it said {' '.join(ready)[:80]!r})")
+        self.outputs = ready[2:]
+        self.number = 0
+
+    def session(self, pace: Pace, rng=secrets.SystemRandom()) -> PacedRun:
+        """One paced session; raises ProtocolError on any deviation."""
+        reader, write_fd = self.reader, self.write_fd
+        run = PacedRun()
+        run.outputs = list(self.outputs)
+        planned = pace.samples if pace.samples is not None else pace.samples_max
+        # The kept samples are drawn now, in secret, among those the run will surely reach.
+        drawable = pace.samples if pace.samples is not None else pace.samples_min
+        keep_at = set(rng.sample(range(drawable), min(pace.keep, drawable)))
+        timed_s = 0.0
+
+        def sample(kind: str) -> tuple[float, list[str], int, str]:
+            number = self.number
+            seed, key = rng.getrandbits(64), f"{rng.getrandbits(128):032x}"
+            started = time.perf_counter_ns()
+            _send(write_fd, f"sample {number} {seed} {key} {kind}")
+            answer = reader.read_line(pace.sample_timeout_s)
+            wall_ms = (time.perf_counter_ns() - started) / 1e6
+            words = answer.split()
+            if (len(words) != 3 + len(run.outputs) or words[0] != "done" or words[1] != str(number)
+                    or not all(_HEX32.fullmatch(h) for h in words[3:])):
+                raise ProtocolError(f"answered sample {number} with {answer[:80]!r}, not 'done {number} MS HASH...'")
+            try:
+                float(words[2])
+            except ValueError:
+                raise ProtocolError(f"reported the time {words[2][:20]!r} for sample {number}") from None
+            self.number += 1
+            return wall_ms, words, seed, key
+
+        def drop() -> None:
+            _send(write_fd, "drop")
+
+        for _ in range(pace.warmup):
+            sample("warmup")
+            drop()
+        index = 0
+        while index < planned and not (pace.samples is None and index >= pace.samples_min and timed_s >= pace.target_s):
+            # A timed sample and a blank one, in an order drawn in secret.
+            for kind in rng.sample(["timed", "blank"], 2):
+                wall_ms, words, seed, key = sample(kind)
+                if kind == "blank":
+                    run.blank_ms.append(wall_ms)
+                    drop()
+                    continue
+                run.wall_ms.append(wall_ms)
+                timed_s += wall_ms / 1000.0
+                reported = float(words[2])
+                if math.isfinite(reported) and reported >= 0:
+                    run.reported_ms.append(reported)
+                if index in keep_at:
+                    _send(write_fd, "keep")
+                    kept = reader.read_line(pace.sample_timeout_s)
+                    if kept != f"kept {words[1]}":
+                        raise ProtocolError(f"answered 'keep' for sample {words[1]} with {kept[:80]!r}")
+                    run.kept.append(KeptSample(int(words[1]), seed, key, dict(zip(run.outputs, words[3:]))))
+                else:
+                    drop()
+            index += 1
+            if pace.stop_when is not None and pace.stop_when(run):
+                run.stopped_early = True
+                break
+        return run
+
+    def end(self) -> None:
+        _send(self.write_fd, "end")
+
+
 def drive(read_fd: int, write_fd: int, pace: Pace, case: str, rng=secrets.SystemRandom()) -> PacedRun:
-    """Run the protocol over the two pipes until done; raises ProtocolError on any
-    deviation. The caller starts and ends the process."""
-    reader = _LineReader(read_fd)
-    run = PacedRun()
-    ready = reader.read_line(pace.sample_timeout_s).split()
-    if len(ready) < 3 or ready[0] != "ready" or ready[1] != case:
-        raise ProtocolError(f"did not start with 'ready {case} OUTPUT...' (it said {' '.join(ready)[:80]!r})")
-    run.outputs = ready[2:]
-    planned = pace.samples if pace.samples is not None else pace.samples_max
-    # The kept samples are drawn now, in secret, among those the run will surely reach.
-    drawable = pace.samples if pace.samples is not None else pace.samples_min
-    keep_at = set(rng.sample(range(drawable), min(pace.keep, drawable)))
-    timed_s, number = 0.0, 0
-
-    def sample(kind: str) -> tuple[float, list[str], int, str]:
-        nonlocal number
-        seed, key = rng.getrandbits(64), f"{rng.getrandbits(128):032x}"
-        started = time.perf_counter_ns()
-        _send(write_fd, f"sample {number} {seed} {key} {kind}")
-        answer = reader.read_line(pace.sample_timeout_s)
-        wall_ms = (time.perf_counter_ns() - started) / 1e6
-        words = answer.split()
-        if (len(words) != 3 + len(run.outputs) or words[0] != "done" or words[1] != str(number)
-                or not all(_HEX32.fullmatch(h) for h in words[3:])):
-            raise ProtocolError(f"answered sample {number} with {answer[:80]!r}, not 'done {number} MS HASH...'")
-        try:
-            float(words[2])
-        except ValueError:
-            raise ProtocolError(f"reported the time {words[2][:20]!r} for sample {number}") from None
-        number += 1
-        return wall_ms, words, seed, key
-
-    def drop() -> None:
-        _send(write_fd, "drop")
-
-    for _ in range(pace.warmup):
-        sample("warmup")
-        drop()
-    index = 0
-    while index < planned and not (pace.samples is None and index >= pace.samples_min and timed_s >= pace.target_s):
-        # A timed sample and a blank one, in an order drawn in secret.
-        for kind in rng.sample(["timed", "blank"], 2):
-            wall_ms, words, seed, key = sample(kind)
-            if kind == "blank":
-                run.blank_ms.append(wall_ms)
-                drop()
-                continue
-            run.wall_ms.append(wall_ms)
-            timed_s += wall_ms / 1000.0
-            reported = float(words[2])
-            if math.isfinite(reported) and reported >= 0:
-                run.reported_ms.append(reported)
-            if index in keep_at:
-                _send(write_fd, "keep")
-                kept = reader.read_line(pace.sample_timeout_s)
-                if kept != f"kept {words[1]}":
-                    raise ProtocolError(f"answered 'keep' for sample {words[1]} with {kept[:80]!r}")
-                run.kept.append(KeptSample(int(words[1]), seed, key, dict(zip(run.outputs, words[3:]))))
-            else:
-                drop()
-        index += 1
-        if pace.stop_when is not None and pace.stop_when(run):
-            run.stopped_early = True
-            break
-    _send(write_fd, "end")
+    """A whole paced run of one session over the two pipes, until 'end'; raises
+    ProtocolError on any deviation. The caller starts and ends the process."""
+    channel = PacedChannel(read_fd, write_fd, case, pace.sample_timeout_s)
+    run = channel.session(pace, rng)
+    channel.end()
     return run
 
 

@@ -55,6 +55,8 @@ def paced(a, run):
         if line == ["end"]:
             break
         number, seed, key, kind = line[1], int(line[2]), line[3], line[4]
+        if B.get("paced_crash_at") == int(number):  # dies in the middle of a paced run
+            os.kill(os.getpid(), signal.SIGSEGV)
         # The harness's own work stands at 0.3 ms; a blank sample skips the code under test.
         time.sleep((0.3 + (0 if kind == "blank" else B.get("sample_ms", 1.0))) / 1000.0)
         text = "poison\n" if B.get("bench_wrong") else expected(seed, case)

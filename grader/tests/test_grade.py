@@ -58,10 +58,12 @@ def test_correct_submission_gets_full_marks(toy_config, toy_submission, fake_sub
     assert provenance["sm_clock_mhz"] == 1975.0  # median of the reference's before/after clocks
     # Where the time went, phase by phase.
     assert set(provenance["phases_s"]) >= {"build", "device_probe", "correctness", "timing", "kept_sample_checks"}
-    # ... and program by program: the probe, the correctness run, its check, two paced runs
-    # per round, one check per kept sample.
+    # ... and program by program: the probe, the correctness run, its check, the reference's
+    # one paced program serving every round, the submission's one per round, one check per
+    # kept sample.
     runs = [p["what"] for p in provenance["processes"]]
-    assert sum("--paced" in what for what in runs) == 2 * len(perf["rounds"])
+    assert sum("--paced" in what for what in runs) == 1 + len(perf["rounds"])
+    assert sum(what.startswith("toy_solution --paced") for what in runs) == 1
     assert sum(what.startswith("checker") for what in runs) == 1 + len(perf["rounds"])
     assert all(p["wall_s"] >= 0 for p in provenance["processes"])
     assert provenance["gpu_sharing"] is None or all(w["waited_s"] == 0 for w in provenance["gpu_sharing"])
