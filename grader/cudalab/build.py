@@ -22,7 +22,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from . import bundle, console, forbidden, labs, sdk as sdk_module, symbols
+from . import bundle, console, cpus, forbidden, labs, sdk as sdk_module, symbols
 from .config import Config, MIB
 from .errors import CompileError, ForbiddenError, GraderError, SubmissionError, UsageError
 from .labspec import LabSpec
@@ -391,8 +391,9 @@ class SubmissionBuilder:
         self._toolchain = _toolchain(config, self.commands)
 
     def step(self, argv: list[str]) -> ProcessResult:
-        return self.sandbox.run(argv, workdir=self._workdir, binds=self._binds,
-                                limits=build_limits(self.config), gpu=False, toolchain=self._toolchain)
+        with cpus.on_work_cpus(self.config):  # never on the CPUs left to timing (cpus.py)
+            return self.sandbox.run(argv, workdir=self._workdir, binds=self._binds,
+                                    limits=build_limits(self.config), gpu=False, toolchain=self._toolchain)
 
     def sources(self) -> dict[str, str]:
         return {name: (self.staged.copy_dir / name).read_text(encoding="utf-8", errors="replace")

@@ -68,6 +68,10 @@ class Config:
                                       "median of many samples keeps each round's estimate steady: "
                                       "with three rounds this keeps regrades of the same code "
                                       "within 1% of each other (docs/architecture.md, 'Grading timing').")
+    timing_cpus: int = _setting(-1, "CPUs kept free for timing: builds and checkers run on the "
+                                "others, so that they never compete with a timed program for a "
+                                "core; -1: a quarter of the CPUs on a machine of 8 or more, none "
+                                "on a smaller one.")
     timing_rounds: int = _setting(3, "Rounds of alternating reference/submission timing runs.")
     kept_samples: int = _setting(1, "Timed samples per submission run, drawn in secret, whose "
                                  "outputs the checker judges (each against its own inputs and "

@@ -241,12 +241,15 @@ class GradingSession:
                       "ratio": None, "samples": None, "cross_check": None, "rounds": []}
         reference_rounds: list[RoundTimes] = []
         student_rounds: list[RoundTimes] = []
-        kept: list[tuple[Path, object]] = []
         samples = None
         # The reference's program serves every round (reference.py): the batch's one for this
         # GPU where it gives one, else one of this grade's own, ended after the last round.
         server = self.reference_server or ReferenceServer(self.runner, self.reference, scoring.timing_case,
                                                           config.sample_timeout_s)
+        # Each round's kept sample is checked while the next rounds run: the checker is on the
+        # work CPUs (cpus.py), never on those left to timing, and reads only that round's dump.
+        checks = ThreadPoolExecutor(max_workers=config.timing_rounds, thread_name_prefix="kept-check")
+        pending: list = []
         try:
             for number in range(1, config.timing_rounds + 1):
                 with gpu.exclusive(config.gpu_device):  # a round's two runs back to back, the GPU alone
@@ -259,7 +262,8 @@ class GradingSession:
                     sub, sub_folder = self.paced(samples, keep=config.kept_samples, stop_when=self._too_slow(ref))
                 if number == config.timing_rounds and server is not self.reference_server:
                     self.bench_clocks += server.close()  # the GPU is free for the kept samples' checks
-                kept += [(sub_folder / "dump" / k.dump_name, k) for k in sub.kept]
+                pending += [checks.submit(self._check_kept_sample, sub_folder / "dump" / k.dump_name, k)
+                            for k in sub.kept]
                 reference_rounds.append(RoundTimes.of(ref))
                 student_rounds.append(RoundTimes.of(sub))
                 perf["rounds"].append({"reference": asdict(reference_rounds[-1]),
@@ -270,11 +274,12 @@ class GradingSession:
                     raise _PerformanceZero(f"Your code takes about {perf['ratio']:.3g} times as long as the "
                                            f"reference on {scoring.timing_case} (on the grader's clock); "
                                            f"performance points stop at {scoring.zero_marks_ratio:g} times.")
-            self.check_kept_samples(kept)
+            self._wait_for_checks(pending)
         except _PerformanceZero as zero:
             perf.update(status="zero", message=str(zero))
             return perf
         finally:
+            checks.shutdown(wait=True, cancel_futures=True)
             if server is not self.reference_server:
                 server.close()
         checked = cross_check(reference_rounds, student_rounds, agreement=config.timing_agreement,
@@ -284,31 +289,28 @@ class GradingSession:
                             "noise_ms": checked.noise_ms})
         return perf
 
-    def check_kept_samples(self, kept: list[tuple[Path, object]]) -> None:
-        """Each kept timed sample against its own inputs and the hashes reported for it, the
-        checks running side by side now that timing is over."""
+    def _wait_for_checks(self, pending: list) -> None:
+        """The kept samples' verdicts, in the order they were drawn; kept_check_s is how long
+        the grade waited for them once timing was over."""
+        console.info(f"Checking {len(pending)} timed samples drawn in secret")
         started = time.perf_counter()
         try:
-            self._check_kept_samples(kept)
+            for check in pending:
+                check.result()  # _PerformanceZero for the first wrong one
         finally:
             self.kept_check_s = time.perf_counter() - started
 
-    def _check_kept_samples(self, kept: list[tuple[Path, object]]) -> None:
+    def _check_kept_sample(self, dump: Path, sample) -> None:
+        """One kept timed sample against its own inputs and the hashes reported for it."""
         case = self.spec.scoring.timing_case
-        console.info(f"Checking {len(kept)} timed samples drawn in secret")
-
-        def judge(item):
-            dump, sample = item
-            return sample, self.runner.check(dump, sample.seed, bench_case=case, hash_key=sample.key,
-                                             hashes=sample.hashes).get(case, {})
-        with ThreadPoolExecutor(max_workers=max(1, min(len(kept), os.cpu_count() or 1))) as pool:
-            for sample, verdict in pool.map(judge, kept):
-                if verdict.get("status") != "passed":
-                    raise _PerformanceZero(
-                        f"Your program's output in timed sample {sample.number} was wrong ({case}: "
-                        f"{verdict.get('message') or verdict.get('status', 'no output')}). Code that "
-                        "is fast but wrong earns no performance points; make sure every call does the "
-                        "whole computation on the inputs it is given.")
+        verdict = self.runner.check(dump, sample.seed, bench_case=case, hash_key=sample.key,
+                                    hashes=sample.hashes).get(case, {})
+        if verdict.get("status") != "passed":
+            raise _PerformanceZero(
+                f"Your program's output in timed sample {sample.number} was wrong ({case}: "
+                f"{verdict.get('message') or verdict.get('status', 'no output')}). Code that "
+                "is fast but wrong earns no performance points; make sure every call does the "
+                "whole computation on the inputs it is given.")
 
     def _discard(self, folder: Path) -> None:
         if not self.config.keep_temp:

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import forbidden, gpu as gpu_module, labs
+from . import cpus, forbidden, gpu as gpu_module, labs
 from .config import Config
 from .errors import GraderError
 from .exit_codes import Harness
@@ -242,7 +242,7 @@ class Runner:
             dump = fresh_dir(self.scratch, "empty-dump")  # nothing dumped: every case is missing
         judged = [bench_case] if bench_case else list(cases) or [c.name for c in self.spec.cases]
         gpu = any(name in self.spec.checker_gpu_cases for name in judged)
-        with self._on_gpu(gpu):
+        with self._on_gpu(gpu), cpus.on_work_cpus(self.config):  # never on the CPUs left to timing
             result = self.sandbox.run(argv, workdir=Bind(folder, RUN, writable=True),
                                       binds=[Bind(checker, inside), Bind(dump, DUMP)],
                                       limits=run_limits(self.config), gpu=gpu,

@@ -358,3 +358,38 @@ def test_the_checker_sees_the_gpu_only_for_the_cases_that_ask_it(toy_config, toy
     runner.check(empty, 1, cases=["c_7"])
     runner.check(empty, 1)
     assert seen == held == [False, False, True, True]
+
+
+def test_a_rounds_kept_sample_is_checked_while_the_next_round_runs(toy_config, toy_submission, fake_submission,
+                                                                   monkeypatch):
+    """The check of round 1's kept sample does not wait for the last round (it runs on the
+    work CPUs meanwhile: cpus.py); the grade still waits for every verdict."""
+    import threading
+    fake_submission(sample_ms=1.0)
+    in_round = {"number": 0, "running": threading.Event()}
+    seen: list[tuple[int, bool]] = []
+    real_paced, real_check = grade.GradingSession.paced, grade.GradingSession._check_kept_sample
+
+    def paced(self, *args, **kwargs):
+        in_round["number"] += 1
+        in_round["running"].set()
+        try:
+            return real_paced(self, *args, **kwargs)
+        finally:
+            in_round["running"].clear()
+
+    def check(self, dump, sample):
+        if not seen:  # round 1's: wait (a little) for round 2 to be under way
+            for _ in range(100):
+                if in_round["number"] == 2 and in_round["running"].is_set():
+                    break
+                threading.Event().wait(0.05)
+        seen.append((in_round["number"], in_round["running"].is_set()))
+        return real_check(self, dump, sample)
+
+    monkeypatch.setattr(grade.GradingSession, "paced", paced)
+    monkeypatch.setattr(grade.GradingSession, "_check_kept_sample", check)
+    result = grade_toy(toy_config, toy_submission)
+    assert result["performance"]["status"] == "scored", result["performance"]["message"]
+    assert seen[0] == (2, True) and len(seen) == 2
+

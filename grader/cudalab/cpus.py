@@ -1,0 +1,50 @@
+"""Which CPUs the grader's helper work uses: builds and checkers run on the work CPUs, and
+the rest (config.timing_cpus) are left to timing, so that a kept sample's check or a
+classmate's build never competes for a core with a timed program and the grader's thread
+that times it. A program's CPUs are set by the thread that starts it (Linux gives a new
+process its starting thread's affinity), so nothing inside the sandbox needs to know."""
+from __future__ import annotations
+
+import contextlib
+import os
+
+from .config import Config
+
+
+def usable() -> frozenset[int]:
+    try:
+        return frozenset(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return frozenset(range(os.cpu_count() or 1))
+
+
+def reserved_count(config: Config, cpus: int) -> int:
+    if config.timing_cpus >= 0:
+        return min(config.timing_cpus, cpus - 1)  # one CPU at least stays for the work
+    return cpus // 4 if cpus >= 8 else 0
+
+
+def work_cpus(config: Config) -> frozenset[int] | None:
+    """The CPUs for builds and checkers (the lowest-numbered ones), or None: all of them."""
+    cpus = sorted(usable())
+    keep = reserved_count(config, len(cpus))
+    return frozenset(cpus[:len(cpus) - keep]) if keep > 0 else None
+
+
+@contextlib.contextmanager
+def on_work_cpus(config: Config):
+    """Programs started by this thread inside the block run on the work CPUs only."""
+    cpus = work_cpus(config)
+    if cpus is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)  # this thread's own (Linux: pid 0 is the calling thread)
+    try:
+        os.sched_setaffinity(0, cpus)
+    except OSError:
+        yield  # not allowed here: the programs share every CPU, as without a reservation
+        return
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
