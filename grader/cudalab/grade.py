@@ -20,6 +20,7 @@ import platform
 import secrets
 import shutil
 import statistics
+import threading
 import time
 from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
@@ -518,8 +519,36 @@ def _copy_attachments(tmp: Path | None, out: Path) -> None:
 def grade(config: Config, lab: str, folder: Path, seed: int | None = None,
           allow_unisolated: bool = False, attachments_to: Path | None = None) -> dict:
     """Grade `folder`; always return a complete result document (never raise for a failure).
-    With `attachments_to`, the pictures its feedback links are written there."""
-    return finish(begin(config, lab, folder, seed, allow_unisolated), attachments_to)
+    With `attachments_to`, the pictures its feedback links are written there. The GPU is
+    probed while the submission builds (the probe runs only official code)."""
+    started = time.perf_counter()
+    try:
+        spec = labs.load_lab(config, lab)
+        build.ensure_official(config, spec)
+    except CudalabError:  # begin() says what is wrong, in the result
+        return finish(begin(config, lab, folder, seed, allow_unisolated), attachments_to)
+    official_s = time.perf_counter() - started
+    probe: dict = {}
+
+    def probe_beside() -> None:
+        began = time.perf_counter()
+        try:
+            probe["device"] = probe_device(config, spec)
+        except CudalabError:
+            pass  # finish() probes again and reports it as a grade's own probe does
+        probe["seconds"] = time.perf_counter() - began
+
+    thread = threading.Thread(target=probe_beside, name="device-probe", daemon=True)
+    thread.start()
+    try:
+        pending = begin(config, lab, folder, seed, allow_unisolated, bring_official_up_to_date=False)
+    finally:
+        thread.join()
+    phases = pending.result["provenance"]["phases_s"]
+    phases["official_build"] = round(official_s, 2)
+    if "device" in probe:
+        phases["device_probe"] = round(probe["seconds"], 2)
+    return finish(pending, attachments_to, device=probe.get("device"))
 
 
 def grade_many(config: Config, lab: str, folders: list[Path], *, jobs: int | None = None,
