@@ -122,9 +122,16 @@ class GradingSession:
 
     # -- correctness ------------------------------------------------------------------------
     def run_correctness(self) -> tuple[list[dict], dict]:
+        return self.judge_correctness(*self.correctness_run())
+
+    def correctness_run(self) -> tuple[ProcessResult, Path]:
+        """The submission's run of every case, its outputs dumped for the checker."""
         console.info(f"Running the submission on {len(self.spec.cases)} cases (seed {self.seed})")
-        result, folder = self.runner.run_cases(self.submission, ["--seed", self.seed, "--dump", f"{RUN}/dump",
-                                                                 "--json", f"{RUN}/run.json", "--quiet"])
+        return self.runner.run_cases(self.submission, ["--seed", self.seed, "--dump", f"{RUN}/dump",
+                                                       "--json", f"{RUN}/run.json", "--quiet"])
+
+    def judge_correctness(self, result: ProcessResult, folder: Path) -> tuple[list[dict], dict]:
+        """The trusted checker's verdict on every case of that run, in the result's words."""
         console.info("Checking its outputs with the trusted checker")
         verdicts = self.runner.check(folder / "dump", self.seed)
         drawn = self.difference_images(folder, verdicts)
@@ -370,11 +377,21 @@ def probe_device(config: Config, spec: LabSpec) -> dict:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _timed(result: dict, session: GradingSession) -> dict:
+    with _phase(result, "timing"):
+        perf = session.measure_performance()
+    result["provenance"]["phases_s"]["kept_sample_checks"] = round(session.kept_check_s, 2)
+    return perf
+
+
 def grade_built(result: dict, config: Config, spec: LabSpec, binary: Path, tmp: Path,
-                device: dict | None = None, reference: ReferenceServer | None = None) -> None:
+                device: dict | None = None, reference: ReferenceServer | None = None,
+                early_timing: bool = False) -> None:
     """Run, check, time and score a built submission, filling `result` as it goes. `device`
     is probe_device()'s answer when the caller probed the GPU already; `reference`, the
-    reference's program kept for every grade on this GPU (a batch's), when there is one."""
+    reference's program kept for every grade on this GPU (a batch's), when there is one.
+    `early_timing` (a grade with the GPU to itself) times the submission while the checker
+    judges its run, instead of after: the GPU time is lost when a case fails."""
     session = GradingSession(config, spec, binary, result["provenance"]["seed"], tmp, reference)
     try:
         if device is not None:
@@ -383,7 +400,19 @@ def grade_built(result: dict, config: Config, spec: LabSpec, binary: Path, tmp: 
             with _phase(result, "device_probe"):
                 session.probe_device()
         with _phase(result, "correctness"):
-            cases, run = session.run_correctness()
+            ran = session.correctness_run()
+        perf = None
+        if early_timing and spec.scoring.performance_points > 0 and ran[0].status == "passed":
+            # Timed while the checker judges the run (on the work CPUs: cpus.py); the timing
+            # counts only if every case passes.
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="correctness-check") as pool:
+                judging = pool.submit(session.judge_correctness, *ran)
+                perf = _timed(result, session)
+                with _phase(result, "correctness_check"):  # the wait for it after timing
+                    cases, run = judging.result()
+        else:
+            with _phase(result, "correctness_check"):
+                cases, run = session.judge_correctness(*ran)
         result["cases"], result["run"] = cases, run
         passed = [c["status"] == "passed" for c in cases]
         share = case_points(spec.scoring, len(cases))
@@ -394,10 +423,8 @@ def grade_built(result: dict, config: Config, spec: LabSpec, binary: Path, tmp: 
         elif not all(passed):
             perf = {"status": "skipped", "message": "Performance is measured only when every "
                     "case passes; fix the failing cases first."}
-        else:
-            with _phase(result, "timing"):
-                perf = session.measure_performance()
-            result["provenance"]["phases_s"]["kept_sample_checks"] = round(session.kept_check_s, 2)
+        elif perf is None:
+            perf = _timed(result, session)
         ratio = perf.get("ratio") if perf.get("status") == "scored" else None
         penalty = 0.0
         if spec.handin.sanitizer_points > 0:
@@ -476,17 +503,18 @@ def begin(config: Config, lab: str, folder: Path, seed: int | None = None,
 
 
 def finish(pending: Pending, attachments_to: Path | None = None, device: dict | None = None,
-           reference: ReferenceServer | None = None) -> dict:
+           reference: ReferenceServer | None = None, early_timing: bool = False) -> dict:
     """Run, check, time and score what begin() built (or report why it could not), clean up,
     and return the complete result document. Pictures the feedback links (difference images)
     are copied into `attachments_to` (the folder feedback.md goes to) when it is given;
     `device` is probe_device()'s answer when the caller probed the GPU already, `reference`
-    the reference's program a batch keeps for every grade on this GPU."""
+    the reference's program a batch keeps for every grade on this GPU; `early_timing`, see
+    grade_built."""
     result, config = pending.result, pending.config
     try:
         if pending.error is not None:
             raise pending.error
-        grade_built(result, config, pending.spec, pending.binary, pending.tmp, device, reference)
+        grade_built(result, config, pending.spec, pending.binary, pending.tmp, device, reference, early_timing)
     except NoDeviceError as err:
         result["score"] = None  # not a zero: nothing was graded
         _set_status(result, err.status, str(err))
@@ -548,7 +576,7 @@ def grade(config: Config, lab: str, folder: Path, seed: int | None = None,
     phases["official_build"] = round(official_s, 2)
     if "device" in probe:
         phases["device_probe"] = round(probe["seconds"], 2)
-    return finish(pending, attachments_to, device=probe.get("device"))
+    return finish(pending, attachments_to, device=probe.get("device"), early_timing=True)
 
 
 def grade_many(config: Config, lab: str, folders: list[Path], *, jobs: int | None = None,

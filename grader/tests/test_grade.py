@@ -393,3 +393,20 @@ def test_a_rounds_kept_sample_is_checked_while_the_next_round_runs(toy_config, t
     assert result["performance"]["status"] == "scored", result["performance"]["message"]
     assert seen[0] == (2, True) and len(seen) == 2
 
+
+
+def test_a_grade_times_while_the_checker_judges_and_drops_the_timing_when_a_case_fails(
+        toy_config, toy_submission, fake_submission):
+    """One grade has the GPU to itself, so it times the submission while the checker judges
+    the correctness run; a failing case still leaves performance unmeasured and unscored."""
+    fake_submission(sample_ms=1.0, wrong_cases=["c_7"])
+    result = grade_toy(toy_config, toy_submission)
+    assert result["performance"]["status"] == "skipped" and result["score"]["performance"] == 0
+    assert "correctness_check" in result["provenance"]["phases_s"]
+    runs = [p["what"] for p in result["provenance"]["processes"]]
+    assert any(what.startswith("toy_submission --paced") for what in runs)  # it was timed, then dropped
+    # A batch's grade (finish without early_timing) does not spend the GPU on it.
+    pending = grade.begin(toy_config, "toy", toy_submission, seed=5)
+    late = grade.finish(pending)
+    assert late["performance"]["status"] == "skipped"
+    assert not any("--paced" in p["what"] for p in late["provenance"]["processes"])
