@@ -1,6 +1,7 @@
 """`cudalab batch`: grade a whole class's hand-ins, crash-safe and resumable.
 
     cudalab batch LAB HAND-INS --out DIR [--gpus 0,1] [--jobs N] [--regrade ID ...]
+    cudalab batch LAB HAND-INS --out DIR --executor slurm [--partition P] [--max-parallel N] ...
 
 HAND-INS is a folder with one hand-in per student: a folder, a .tar.gz/.tgz/.tar or a .zip
 (what `cudalab pack` makes). The student's id comes from the hand-in's manifest, else from
@@ -22,7 +23,10 @@ feedback (students/<key>/) are written from the records at the end of every run,
 say so when the batch is not complete.
 
 Where the work runs is an executor (executor.py): this machine's CPUs and GPUs, or a
-cluster scheduler's jobs, with the same records and outputs.
+cluster's Slurm (slurm.py), with the same records and outputs. A record that says the
+scheduler stopped the grade (a Slurm task cancelled, failed or out of time: its result's
+"scheduler_failure") is no grade: the outputs show it as not graded, and the next run
+grades that hand-in again.
 """
 from __future__ import annotations
 
@@ -39,6 +43,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import __version__, console, handin, labs, publish, report
+from . import executor as executors
 from .check import manifest_of
 from .config import Config
 from .errors import UsageError
@@ -51,6 +56,7 @@ SCHEMA = "cudalab.batch/1"
 RECORD_SCHEMA = "cudalab.batch-record/1"
 BATCH_FILE = "batch.json"
 RECORDS = "records"
+SCHEDULER_FAILURE = "scheduler_failure"  # in a result: the cluster stopped the grade (what and why)
 _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 
 
@@ -218,7 +224,7 @@ class Store:
 
 # --- one job --------------------------------------------------------------------------------
 
-def _set_submission(result: dict, job: Job) -> None:
+def set_submission(result: dict, job: Job) -> None:
     result["submission"] = {"name": job.student, "folder": str(job.handin), "student": job.student,
                             "handin": job.handin.name, "sha256": job.sha256}
 
@@ -239,8 +245,30 @@ def begin_job(config: Config, spec: LabSpec, job: Job, scratch: Path, allow_unis
         hand_in.write_accepted(spec, folder)
         pending = grade.begin(config, spec.name, folder, allow_unisolated=allow_unisolated,
                               bring_official_up_to_date=False)
-    _set_submission(pending.result, job)
+    set_submission(pending.result, job)
     return pending, folder
+
+
+def is_scheduler_failure(result: dict | None) -> bool:
+    """Whether a result says the scheduler stopped its grade, rather than being a grade."""
+    return isinstance(result, dict) and isinstance(result.get(SCHEDULER_FAILURE), dict)
+
+
+def scheduler_failure_result(config: Config, spec: LabSpec, job: Job, message: str, details: dict) -> dict:
+    """The result of a hand-in whose grade a cluster scheduler stopped (a task cancelled,
+    failed, out of time or memory, or lost with its node): an error as grade.finish writes
+    one, with zero points and the lab's maxima, the sentence in `message` and what the
+    scheduler said in result[SCHEDULER_FAILURE] (`details`). It is written as a record so
+    that the class outputs say what happened, and is graded again by the next run."""
+    from . import grade
+    from .scoring import zero
+    result = grade.new_result(spec.name, job.handin, None, config)
+    result.update(lab_title=spec.title, status="error", exit_code=int(Cli.INTERNAL), message=message,
+                  score=zero(spec.scoring).to_json())
+    result["provenance"]["finished_at"] = _now()
+    result[SCHEDULER_FAILURE] = details
+    set_submission(result, job)
+    return result
 
 
 # --- the verb -------------------------------------------------------------------------------
@@ -250,17 +278,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("handins", type=Path, help="the folder with one hand-in per student")
     parser.add_argument("--out", type=Path, required=True,
                         help="the batch's results folder (made if missing; give the same one again to resume)")
-    parser.add_argument("--executor", choices=("local",), default="local",
-                        help="where the grading runs (default: this machine)")
-    parser.add_argument("--gpus", help="the GPUs to grade on, as CUDA_VISIBLE_DEVICES names them "
-                        "(default: every GPU nvidia-smi lists, or CUDA_VISIBLE_DEVICES where it is set)")
-    parser.add_argument("--jobs", type=int, help="builds at once (default: the CPU cores)")
+    parser.add_argument("--executor", choices=tuple(executors.EXECUTORS), default="local",
+                        help="where the grading runs: this machine (local, the default) or a Slurm "
+                        "cluster's jobs (slurm)")
     parser.add_argument("--regrade", nargs="+", metavar="ID", default=[],
                         help="grade these students again even if they were graded")
     parser.add_argument("--regrade-changed", action="store_true",
                         help="grade again every hand-in whose hash changed since it was graded")
     parser.add_argument("--allow-unisolated", action="store_true",
                         help="grade even where student code cannot be sandboxed (not official grades)")
+    executors.add_arguments(parser)
 
 
 @dataclass
@@ -287,7 +314,7 @@ def make_plan(config: Config, spec: LabSpec, store: Store, handins: Path, regrad
     todo, changed = [], set()
     for job in jobs:
         record = store.record(job.key)
-        if record is None or job.student in regrade:
+        if record is None or job.student in regrade or is_scheduler_failure(record.get("result")):
             todo.append(job)
         elif record.get("job", {}).get("sha256") != job.sha256:
             if regrade_changed:
@@ -298,12 +325,14 @@ def make_plan(config: Config, spec: LabSpec, store: Store, handins: Path, regrad
 
 
 def entries(plan: Plan) -> list[dict]:
-    """Every student's row for the outputs, from the records."""
+    """Every student's row for the outputs, from the records: a grade the scheduler stopped
+    is failed_to_grade (no grade, its message said), not done."""
     rows = []
     for job in plan.jobs:
         record = plan.store.record(job.key)
         result = (record or {}).get("result")
-        state = "done" if isinstance(result, dict) else "pending"
+        state = ("pending" if not isinstance(result, dict) else
+                 "failed_to_grade" if is_scheduler_failure(result) else "done")
         rows.append({"student": job.student, "key": job.key, "state": state, "result": result,
                      "handin": {"name": job.handin.name, "sha256": job.sha256},
                      "graded_handin": (record or {}).get("job", {}).get("sha256"),
@@ -311,37 +340,48 @@ def entries(plan: Plan) -> list[dict]:
     return rows
 
 
-def publish_outputs(plan: Plan, started_at: str, gpus: list[str], device: dict | None) -> dict:
+def publish_outputs(plan: Plan, started_at: str, executor) -> dict:
     rows = entries(plan)
     for row in rows:
-        if row["state"] == "done":
+        if row["state"] != "pending":
             publish.write_student(plan.store.out, row, plan.spec.title)
     done = sum(r["state"] == "done" for r in rows)
+    failed = sum(r["state"] == "failed_to_grade" for r in rows)
     info = {"started_at": started_at, "finished_at": _now(), "complete": done == len(rows),
-            "gpu": (device or {}).get("name"), "gpus": gpus, "executor": "local",
-            "counts": {"handins": len(rows), "graded": done, "pending": len(rows) - done,
-                       "changed": len(plan.changed), "skipped": len(plan.skipped)},
+            "gpu": (executor.device or {}).get("name"), "gpus": executor.gpus, "executor": executor.name,
+            "counts": {"handins": len(rows), "graded": done, "pending": len(rows) - done - failed,
+                       "failed": failed, "changed": len(plan.changed), "skipped": len(plan.skipped)},
             "skipped": plan.skipped}
     paths = publish.write_class(plan.store.out, plan.spec.name, plan.spec.title, rows, info)
     return {"info": info, "paths": {k: str(v) for k, v in paths.items()}}
 
 
+def _warn_of_slurm_jobs(store: Store) -> None:
+    """Grading here while an earlier --executor slurm run's jobs may still be grading the
+    same hand-ins would grade them twice: say so."""
+    from .slurm import recorded_jobs
+    jobs = recorded_jobs(store.out)
+    if jobs:
+        console.warn(f"an earlier --executor slurm run of this batch submitted Slurm jobs {', '.join(jobs)}; if "
+                     "they are still queued or running they grade the same hand-ins. Follow them with "
+                     f"--executor slurm, or cancel them first (scancel {' '.join(jobs)}).")
+
+
 def main(args: argparse.Namespace, config: Config) -> int:
-    from . import executor as executors
     from . import progress as progress_module
     spec = labs.load_lab(config, args.lab)
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError("--jobs must be 1 or more.")
+    executor = executors.make(args.executor, config, args)
     store = Store(args.out.resolve())
     started_at = _now()
     with store.locked():
         store.open(spec.name, args.handins)
+        if executor.name != "slurm":
+            _warn_of_slurm_jobs(store)
         plan = make_plan(config, spec, store, args.handins, args.regrade, args.regrade_changed,
                          args.allow_unisolated)
         reporter = progress_module.make(json_lines=args.json)
         reporter.begin(total=len(plan.jobs), done=len(plan.jobs) - len(plan.todo), skipped=plan.skipped,
                        changed=[j.student for j in plan.jobs if j.key in plan.changed])
-        executor = executors.make(args.executor, config, gpus=args.gpus, jobs=args.jobs)
         interrupted = False
         console.set_quiet(True)
         try:
@@ -351,7 +391,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
         finally:
             console.set_quiet(False)
         reporter.phase("writing the gradebook, feedback and summary")
-        published = publish_outputs(plan, started_at, executor.gpus, executor.device)
+        published = publish_outputs(plan, started_at, executor)
         reporter.end(published, interrupted)
     info = published["info"]
     if interrupted:

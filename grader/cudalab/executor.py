@@ -1,12 +1,14 @@
-"""Where a batch's grading runs: one small interface, and this machine's implementation.
+"""Where a batch's grading runs: one small interface, this machine's implementation, and
+the registry of executors (`cudalab batch --executor NAME`).
 
 An executor is given a batch's plan (batch.Plan: the jobs to grade, the results store, the
 configuration) and a progress reporter. It grades every job in plan.todo exactly as
 `cudalab grade` grades one, commits each result with plan.store.commit(job, result) the
 moment it is done (the records are what makes a batch resumable, whichever executor wrote
-them), and tells the reporter as it goes. Another executor (a cluster scheduler's job
-array, say) implements the same `run` and leaves the same records; nothing else in the
-batch changes.
+them), and tells the reporter as it goes. The Slurm executor (slurm.py) implements the
+same `run` with two job arrays and leaves the same records; nothing else in the batch
+changes. Each executor adds its own options to the batch command, and an option of one
+executor given with another is refused (it would do nothing).
 """
 from __future__ import annotations
 
@@ -21,16 +23,28 @@ from abc import ABC, abstractmethod
 from . import build, grade
 from .config import Config
 from .errors import CudalabError, UsageError
+from .reference import ReferenceServer
 from .runner import fresh_dir
 from .sandbox import scratch_root
 
 
 class Executor(ABC):
     name = ""
+    options: tuple[str, ...] = ()  # the batch options (argparse dests) that only this executor takes
 
     def __init__(self) -> None:
         self.gpus: list[str] = []
         self.device: dict | None = None  # what the (first) GPU is, once known: for the summary
+
+    @classmethod
+    @abstractmethod
+    def add_arguments(cls, group) -> None:
+        """Add this executor's options (self.options) to the batch command's argument group."""
+
+    @classmethod
+    @abstractmethod
+    def from_args(cls, config: Config, args) -> "Executor":
+        """The executor the batch command's options ask for; UsageError for a bad value."""
 
     @abstractmethod
     def run(self, plan, reporter) -> None:
@@ -63,6 +77,19 @@ class LocalExecutor(Executor):
     overlaps another's GPU work."""
 
     name = "local"
+    options = ("gpus", "jobs")
+
+    @classmethod
+    def add_arguments(cls, group) -> None:
+        group.add_argument("--gpus", help="the GPUs to grade on, as CUDA_VISIBLE_DEVICES names them "
+                           "(default: every GPU nvidia-smi lists, or CUDA_VISIBLE_DEVICES where it is set)")
+        group.add_argument("--jobs", type=int, help="builds at once (default: the CPU cores)")
+
+    @classmethod
+    def from_args(cls, config: Config, args) -> "LocalExecutor":
+        if args.jobs is not None and args.jobs < 1:
+            raise UsageError("--jobs must be 1 or more.")
+        return cls(config, gpus=args.gpus, jobs=args.jobs)
 
     def __init__(self, config: Config, gpus: str | None = None, jobs: int | None = None, slots: int = 2):
         super().__init__()
@@ -96,6 +123,10 @@ class LocalExecutor(Executor):
             pass  # each grade reports it in its own result
         devices = self._probe(plan, reporter)
         scratch = fresh_dir(scratch_root(config), f"batch-{spec.name}")
+        # One reference program per GPU serves the timing rounds of every grade there.
+        references = {gpu: ReferenceServer.for_lab(dataclasses.replace(config, gpu_device=gpu), spec,
+                                                   fresh_dir(scratch, "reference"))
+                      for gpu in self.gpus}
         to_build: queue.Queue = queue.Queue()
         built: queue.Queue = queue.Queue()
         for job in plan.todo:
@@ -108,7 +139,8 @@ class LocalExecutor(Executor):
                 if gpu is not None:
                     pending.config = dataclasses.replace(pending.config, gpu_device=gpu)
                 result = grade.finish(pending, attachments_to=plan.store.student_dir(job.student),
-                                      device=devices.get(gpu) if gpu is not None else None)
+                                      device=devices.get(gpu) if gpu is not None else None,
+                                      reference=references.get(gpu) if gpu is not None else None)
                 plan.store.commit(job, result)
                 reporter.done(job, result)
             finally:
@@ -162,13 +194,34 @@ class LocalExecutor(Executor):
         finally:
             for _ in range(len(self.gpus) * self.slots):
                 built.put(None)
+            for reference in references.values():
+                if reference is not None:
+                    reference.close()  # after the round it may be serving, if interrupted
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-EXECUTORS = {"local": LocalExecutor}
+def _slurm_executor() -> type[Executor]:
+    from .slurm import SlurmExecutor  # slurm.py builds on this module
+    return SlurmExecutor
 
 
-def make(name: str, config: Config, gpus: str | None = None, jobs: int | None = None) -> Executor:
+EXECUTORS = {"local": lambda: LocalExecutor, "slurm": _slurm_executor}
+
+
+def add_arguments(parser) -> None:
+    """Every executor's options, one argument group each."""
+    for name, load in EXECUTORS.items():
+        load().add_arguments(parser.add_argument_group(f"with --executor {name}"))
+
+
+def make(name: str, config: Config, args) -> Executor:
+    """The executor `name`, from the batch command's options (argparse's namespace)."""
     if name not in EXECUTORS:
         raise UsageError(f"There is no executor {name!r}; there are: {', '.join(EXECUTORS)}.")
-    return EXECUTORS[name](config, gpus=gpus, jobs=jobs)
+    for other, load in EXECUTORS.items():
+        given = [dest for dest in load().options if other != name and getattr(args, dest, None) not in (None, [])]
+        if given:
+            option = "--" + given[0].replace("_", "-")
+            raise UsageError(f"{option} is an option of --executor {other}, not of --executor {name}: "
+                             f"leave it out, or grade with --executor {other}.")
+    return EXECUTORS[name]().from_args(config, args)

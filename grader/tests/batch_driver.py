@@ -1,19 +1,29 @@
 """Runs `cudalab batch` in a process of its own on the toy lab, as the tests' SIGKILL cases
 need: the submission 'build' is the tests' fake one (fake_program.py), whose behaviour the
-hand-in's toy.cu gives as a Python dict literal on its first line (`// {'sample_ms': 1.0}`).
+hand-in's toy.cu gives as a Python dict literal on its first line (`// {'sample_ms': 1.0}`;
+the build itself also takes 'compile_error', 'build_sleep_s', and 'kill_build', which kills
+the process that builds, as a node's OOM killer would).
 
     python batch_driver.py ROOT WORK_DIR -- batch toy HANDINS --out OUT ...
+
+With --executor slurm the array tasks run this driver too (slurm.WORKER), so that they
+build with the same fake build:
+
+    python batch_driver.py ROOT WORK_DIR --slurm-task build|gpu FOLDER
 """
 from __future__ import annotations
 
 import ast
+import os
+import signal
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cudalab import build, cli  # noqa: E402
+from cudalab import build, cli, slurm  # noqa: E402
 from conftest import write_fake  # noqa: E402
 
 
@@ -21,6 +31,9 @@ def fake_build(config, spec, folder, work):
     staged = build.stage_submission(spec, folder, work / "src")
     first = (staged.copy_dir / "toy.cu").read_text().splitlines()[0]
     behaviour = ast.literal_eval(first.removeprefix("//").strip())
+    time.sleep(behaviour.pop("build_sleep_s", 0))
+    if behaviour.pop("kill_build", False):
+        os.kill(os.getpid(), signal.SIGKILL)
     if behaviour.pop("compile_error", False):
         from cudalab.errors import CompileError
         raise CompileError("toy.cu did not compile against the official toy harness.",
@@ -30,10 +43,12 @@ def fake_build(config, spec, folder, work):
 
 
 if __name__ == "__main__":
-    import os
     root, work = sys.argv[1], sys.argv[2]
     os.environ.update(CUDALAB_ROOT=root, CUDALAB_PRESET="ci", CUDALAB_WORK_DIR=work,
                       CUDALAB_TIMING_ROUNDS="2", CUDALAB_TIMING_TARGET_S="0.1", CUDALAB_SAMPLES_MIN="10",
                       CUDALAB_TIMING_WARMUP="1", CUDALAB_PROCESS_TIMEOUT_S="20", CUDALAB_GPU_IDLE_WAIT_S="0")
     build.build_submission = fake_build
+    slurm.WORKER = [sys.executable, str(Path(__file__).resolve()), root, work, "--slurm-task"]
+    if sys.argv[3] == "--slurm-task":
+        sys.exit(slurm.task_main(sys.argv[4:]))
     sys.exit(cli.main(sys.argv[sys.argv.index("--") + 1:]))

@@ -128,6 +128,12 @@ def test_a_mixed_class_is_graded_with_every_output(toy_config, handins, uninterr
     assert status["carol"] == "compile_error"
     assert found["erin"]["result"]["score"]["total"] < 100
     assert found["dave"]["result"]["performance"]["status"] == "zero"  # far slower than the reference
+    # One reference program served every grade's timing rounds (reference.py): no grade started
+    # its own, while each submission ran a program of its own per round.
+    for student in ("alice", "grace", "frank"):
+        runs = [p["what"] for p in found[student]["result"]["provenance"]["processes"]]
+        assert not any(what.startswith("toy_solution --paced") for what in runs)
+        assert sum(what.startswith("toy_submission --paced") for what in runs) == 2
     # The id came from the manifest for frank, from the name for the others; each hand-in's hash is kept.
     assert found["frank"]["job"]["id_from"] == "manifest" and found["frank"]["job"]["handin"] == "upload_8812.zip"
     assert found["bob"]["job"]["id_from"] == "name" and len(found["bob"]["job"]["sha256"]) == 64
