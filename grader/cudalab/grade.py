@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import __version__, build, console, gpu, images, labs, report, sanitizer
+from . import __version__, build, console, gpu, images, labs, pacer, report, sanitizer
 from .config import Config
 from .errors import (CompileError, CudalabError, GraderError, NoDeviceError, NotIsolatedError, UsageError,
                      SubmissionError)
@@ -38,7 +38,7 @@ from .runner import RUN, Runner, fresh_dir, paced_argv, read_untrusted_json, why
 from .sandbox import ProcessResult, Sandbox, run_limits, scratch_root
 from .reference import ReferenceServer
 from .scoring import case_points, score as compute_score, zero as zero_score
-from .timing import ChannelClosed, Pace, PacedRun, ProtocolError, RoundTimes, cross_check, drive
+from .timing import ChannelClosed, Pace, PacedRun, ProtocolError, RoundTimes, TooSlow, cross_check
 
 SCHEMA = "cudalab.grade/1"
 ATTACHMENTS = "attachments"  # the folder in a grade's scratch whose files go beside feedback.md
@@ -218,7 +218,8 @@ class GradingSession:
 
         def talk() -> bool:
             try:
-                outcome["run"] = drive(from_child_read, to_child_write, pace, case)
+                # The grader's clock, in a process of its own (pacer.py), started beside the program.
+                outcome["run"] = pacer.drive_in_process(from_child_read, to_child_write, pace, case)
                 return True
             except ChannelClosed:  # the program ended by itself: its exit says why
                 return True
@@ -240,8 +241,8 @@ class GradingSession:
     def _too_slow(self, reference: PacedRun):
         """Stops a submission's run once its wall-clock time per sample is clearly past the
         zero-marks ratio: the rest of the samples could not change its points."""
-        limit = 1.25 * self.spec.scoring.zero_marks_ratio
-        return lambda run: run.timed >= 20 and bool(run.blank_ms) and rough_ratio(reference, run) > limit
+        return TooSlow(reference_ms=reference.reported_median_ms() or reference.call_ms(),
+                       limit=1.25 * self.spec.scoring.zero_marks_ratio)
 
     def measure_performance(self) -> dict:
         config, scoring = self.config, self.spec.scoring

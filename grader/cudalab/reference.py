@@ -75,7 +75,7 @@ class ReferenceServer:
                 self._replies.put("ready")
                 while (pace := self._requests.get()) is not None:
                     try:
-                        self._replies.put(channel.session(pace))
+                        self._replies.put(channel.session_apart(pace))  # the clock in a process of its own
                     except ProtocolError as err:
                         return self._failed(err)
                 channel.end()

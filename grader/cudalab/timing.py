@@ -126,7 +126,21 @@ class Pace:
     samples_max: int
     keep: int                      # how many timed samples to keep for the checker
     sample_timeout_s: float
-    stop_when: Callable[[PacedRun], bool] | None = None   # True ends the run early
+    stop_when: Callable[[PacedRun], bool] | None = None   # True ends the run early (a TooSlow)
+
+
+@dataclass(frozen=True)
+class TooSlow:
+    """Ends a submission's run once its time per call on the grader's clock is clearly past
+    `limit` times the reference's (`reference_ms`): the rest of its samples could not earn
+    it a point. Data, not a function, so that the pacer process can apply it."""
+    reference_ms: float
+    limit: float
+    after: int = 20  # timed samples before it may stop a run
+
+    def __call__(self, run: "PacedRun") -> bool:
+        return (run.timed >= self.after and bool(run.blank_ms) and self.reference_ms > 0
+                and run.call_ms() / self.reference_ms > self.limit)
 
 
 class PacedChannel:
@@ -134,15 +148,30 @@ class PacedChannel:
     any number of sessions (a timing round's warm-ups and samples) over the same pipes, and
     says 'end'. One session per process is a submission's round; an official program (the
     reference) may serve every round of a grade, or of a batch, from one process. Sample
-    numbers run on across sessions, so the program can never answer one sample for another."""
+    numbers run on across sessions, so the program can never answer one sample for another.
+    A channel made with `outputs` given continues one whose 'ready' line was already read
+    (the pacer process's, for one session)."""
 
-    def __init__(self, read_fd: int, write_fd: int, case: str, timeout_s: float):
+    def __init__(self, read_fd: int, write_fd: int, case: str, timeout_s: float,
+                 outputs: list[str] | None = None, number: int = 0, buffer: bytes = b""):
         self.reader, self.write_fd, self.case = _LineReader(read_fd), write_fd, case
-        ready = self.reader.read_line(timeout_s).split()
-        if len(ready) < 3 or ready[0] != "ready" or ready[1] != case:
-            raise ProtocolError(f"did not start with 'ready {case} OUTPUT...' (it said {' '.join(ready)[:80]!r})")
-        self.outputs = ready[2:]
-        self.number = 0
+        self.read_fd = read_fd
+        self.reader.buffer = buffer
+        if outputs is None:
+            ready = self.reader.read_line(timeout_s).split()
+            if len(ready) < 3 or ready[0] != "ready" or ready[1] != case:
+                raise ProtocolError(f"did not start with 'ready {case} OUTPUT...' (it said {' '.join(ready)[:80]!r})")
+            outputs = ready[2:]
+        self.outputs = list(outputs)
+        self.number = number
+
+    def session_apart(self, pace: Pace) -> PacedRun:
+        """session(pace), run by a process of its own (`python -m cudalab.pacer`): the
+        grader's clock then never waits for this process's other threads (a batch's builds
+        and checks) to hand it the interpreter. Raises ProtocolError (ChannelClosed) as
+        session() does."""
+        from . import pacer
+        return pacer.session_in_process(self, pace)
 
     def session(self, pace: Pace, rng=secrets.SystemRandom()) -> PacedRun:
         """One paced session; raises ProtocolError on any deviation."""

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from cudalab.timing import ChannelClosed, Pace, ProtocolError, RoundTimes, cross_check, drive
+from cudalab.timing import ChannelClosed, Pace, PacedChannel, ProtocolError, RoundTimes, TooSlow, cross_check, drive
 
 
 # --- the cross-check ---------------------------------------------------------------------
@@ -192,3 +192,55 @@ def test_drive_tells_a_closed_channel_apart():
         raise BrokenPipeError
     with Peer(dies) as peer, pytest.raises(ChannelClosed):
         drive(peer.from_peer_r, peer.to_peer_w, pace(), "b_1000")
+
+
+# --- the pacer: a session in a process of its own ------------------------------------------
+
+def test_a_session_apart_is_a_session_and_the_channel_carries_on():
+    """Two sessions by pacer processes over one channel: the samples are numbered on, kept
+    samples come back, and the program sees exactly the protocol an in-process session speaks."""
+    with Peer(honest_with_blanks) as peer:
+        channel = PacedChannel(peer.from_peer_r, peer.to_peer_w, "b_1000", 5.0)
+        first = channel.session_apart(pace(samples=10, keep=1))
+        second = channel.session_apart(pace(samples=10, keep=0, warmup=0))
+        channel.end()
+    assert first.outputs == second.outputs == ["c"]
+    assert first.timed == second.timed == 10 and len(first.blank_ms) == 10 and 1.3 < first.call_ms() < 2.5
+    assert len(first.kept) == 1 and first.kept[0].hashes == {"c": "ab" * 16} and second.kept == []
+    numbers = [int(line.split()[1]) for line in peer.seen if line.startswith("sample")]
+    assert numbers == list(range(2 + 20 + 20)) and channel.number == 42
+    assert peer.seen[-1] == "end"
+
+
+def test_a_session_apart_applies_the_stop_rule_and_reports_protocol_errors():
+    with Peer(honest_with_blanks) as peer:
+        channel = PacedChannel(peer.from_peer_r, peer.to_peer_w, "b_1000", 5.0)
+        # Each call takes about 1.5 ms against a 0.01 ms reference: far past 3 times.
+        run = channel.session_apart(pace(samples=100, keep=0, stop_when=TooSlow(reference_ms=0.01, limit=3.0, after=5)))
+    assert run.stopped_early and run.timed == 5
+
+    def broken(w, say, read_line):
+        say("done 7 0.5 " + "ab" * 16)
+        read_line()
+    with Peer(broken) as peer, pytest.raises(ProtocolError, match="answered sample 0 with 'done 7"):
+        PacedChannel(peer.from_peer_r, peer.to_peer_w, "b_1000", 5.0).session_apart(pace(keep=0))
+
+    def dies(w, say, read_line):
+        raise BrokenPipeError
+    with Peer(dies) as peer, pytest.raises(ChannelClosed):
+        PacedChannel(peer.from_peer_r, peer.to_peer_w, "b_1000", 5.0).session_apart(pace())
+
+
+def test_what_the_program_sent_past_a_line_is_not_lost_between_processes():
+    """Bytes read past the 'ready' line go to the pacer with the channel: a program that
+    answers a sample before it is asked is caught as it is in one process."""
+    to_r, to_w = os.pipe()
+    from_r, from_w = os.pipe()
+    os.write(from_w, b"ready b_1000 c\ndone 0 0.5 " + b"ab" * 16 + b"\n")
+    channel = PacedChannel(from_r, to_w, "b_1000", 5.0)
+    assert channel.reader.buffer.startswith(b"done 0")
+    os.write(from_w, b"kept 0\n")  # the answer to the keep the grader never sent: 'done 1' expected next
+    with pytest.raises(ProtocolError, match="answered sample 1 with 'kept 0'"):
+        channel.session_apart(pace(warmup=2, keep=0))
+    for fd in (to_r, to_w, from_r, from_w):
+        os.close(fd)
