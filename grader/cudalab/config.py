@@ -68,6 +68,8 @@ class Config:
                                       "median of many samples keeps each round's estimate steady: "
                                       "with three rounds this keeps regrades of the same code "
                                       "within 1% of each other (docs/architecture.md, 'Grading timing').")
+    gpu_slots: int = _setting(3, "Grades of a batch that share each GPU, taking turns on it "
+                              "(gpu.exclusive): while one is timed, the others do their CPU work.")
     timing_cpus: int = _setting(-1, "CPUs kept free for timing: builds and checkers run on the "
                                 "others, so that they never compete with a timed program for a "
                                 "core; -1: a quarter of the CPUs on a machine of 8 or more, none "

@@ -71,7 +71,7 @@ def visible_gpus(requested: str | None, environ=os.environ) -> list[str]:
 
 
 class LocalExecutor(Executor):
-    """This machine: builds side by side on the CPU cores; on each GPU, `slots` grades at a
+    """This machine: builds side by side on the CPU cores; on each GPU, `slots` (config.gpu_slots) grades at a
     time, which take turns on the GPU (gpu.exclusive holds it for each program and each
     timing round) so that one grade's CPU work (the checker, the kept samples' checks)
     overlaps another's GPU work."""
@@ -91,12 +91,12 @@ class LocalExecutor(Executor):
             raise UsageError("--jobs must be 1 or more.")
         return cls(config, gpus=args.gpus, jobs=args.jobs)
 
-    def __init__(self, config: Config, gpus: str | None = None, jobs: int | None = None, slots: int = 2):
+    def __init__(self, config: Config, gpus: str | None = None, jobs: int | None = None, slots: int | None = None):
         super().__init__()
         self.config = config
         self.gpus = visible_gpus(gpus)
         self.build_workers = jobs or max(1, (os.cpu_count() or 2) - 2)
-        self.slots = slots
+        self.slots = max(1, slots or config.gpu_slots)
 
     def _probe(self, plan, reporter) -> dict[str, dict | None]:
         """Each GPU once: what it is, and that the reference runs on it. A GPU whose probe
