@@ -39,7 +39,6 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 from . import __version__, console, handin, labs, publish, report
@@ -58,10 +57,6 @@ BATCH_FILE = "batch.json"
 RECORDS = "records"
 SCHEDULER_FAILURE = "scheduler_failure"  # in a result: the cluster stopped the grade (what and why)
 _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 # --- the hand-ins ---------------------------------------------------------------------------
@@ -199,7 +194,7 @@ class Store:
         if self.out.is_dir() and any(p.name != ".lock" for p in self.out.iterdir()):
             raise UsageError(f"{self.out} is not empty and is not a batch results folder: give a new or "
                              "empty folder as --out.")
-        info = {"schema": SCHEMA, "lab": lab, "handins": str(handins.resolve()), "created_at": _now(),
+        info = {"schema": SCHEMA, "lab": lab, "handins": str(handins.resolve()), "created_at": report.timestamp(),
                 "cudalab_version": __version__}
         report.atomic_write_text(path, json.dumps(info, indent=2) + "\n")
         return info
@@ -215,7 +210,7 @@ class Store:
         return data if isinstance(data, dict) and data.get("schema") == RECORD_SCHEMA else None
 
     def commit(self, job: Job, result: dict) -> None:
-        record = {"schema": RECORD_SCHEMA, "job": job.to_json(), "graded_at": _now(), "result": result}
+        record = {"schema": RECORD_SCHEMA, "job": job.to_json(), "graded_at": report.timestamp(), "result": result}
         report.atomic_write_text(self.records / f"{job.key}.json", json.dumps(record, indent=2) + "\n")
 
     def student_dir(self, student: str) -> Path:
@@ -265,7 +260,7 @@ def scheduler_failure_result(config: Config, spec: LabSpec, job: Job, message: s
     result = grade.new_result(spec.name, job.handin, None, config)
     result.update(lab_title=spec.title, status="error", exit_code=int(Cli.INTERNAL), message=message,
                   score=zero(spec.scoring).to_json())
-    result["provenance"]["finished_at"] = _now()
+    result["provenance"]["finished_at"] = report.timestamp()
     result[SCHEDULER_FAILURE] = details
     set_submission(result, job)
     return result
@@ -347,7 +342,7 @@ def publish_outputs(plan: Plan, started_at: str, executor) -> dict:
             publish.write_student(plan.store.out, row, plan.spec.title)
     done = sum(r["state"] == "done" for r in rows)
     failed = sum(r["state"] == "failed_to_grade" for r in rows)
-    info = {"started_at": started_at, "finished_at": _now(), "complete": done == len(rows),
+    info = {"started_at": started_at, "finished_at": report.timestamp(), "complete": done == len(rows),
             "gpu": (executor.device or {}).get("name"), "gpus": executor.gpus, "executor": executor.name,
             "counts": {"handins": len(rows), "graded": done, "pending": len(rows) - done - failed,
                        "failed": failed, "changed": len(plan.changed), "skipped": len(plan.skipped)},
@@ -372,7 +367,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     spec = labs.load_lab(config, args.lab)
     executor = executors.make(args.executor, config, args)
     store = Store(args.out.resolve())
-    started_at = _now()
+    started_at = report.timestamp()
     with store.locked():
         store.open(spec.name, args.handins)
         if executor.name != "slurm":

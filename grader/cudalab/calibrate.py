@@ -26,9 +26,8 @@ import json
 import re
 import secrets
 import shutil
-from datetime import datetime, timezone
 
-from . import __version__, build, calibration, console, gpu, labs, ladder, pack
+from . import __version__, build, calibration, console, gpu, labs, ladder, pack, report
 from .calibration import Calibration
 from .config import Config
 from .errors import CudalabError, GraderError, UsageError
@@ -182,7 +181,7 @@ def make_entry(config: Config, spec: LabSpec, reference: dict, outcome: dict, *,
         "toolkit": toolkit_version(config),
         "sm_clock_mhz": {"at_start": device.get("sm_clock_mhz"), "before": timed[0].get("sm_clock_mhz_before"),
                          "after": timed[-1].get("sm_clock_mhz_after")},
-        "calibrated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "calibrated_at": report.timestamp(),
         "cudalab_version": __version__,
         "reference": {key: reference[key] for key in ("implementation", "source", "rung")},
         "seed": seed, "samples": samples, "warmup": warmup,

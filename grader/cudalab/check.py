@@ -32,7 +32,6 @@ import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 from . import __version__, build, console, handin, labs, report, sanitizer
@@ -79,10 +78,6 @@ class Check:
         if self.details:
             body["details"] = self.details
         return body
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def _sha256(data: bytes) -> str:
@@ -304,7 +299,7 @@ class HandInCheck:
             "schema": SCHEMA,
             "lab": self.spec.name,
             "accepted": self.accepted(),
-            "checked_at": _now(),
+            "checked_at": report.timestamp(),
             "cudalab_version": __version__,
             "hand_in": {"path": str(self.path), "form": self.hand_in.form if self.hand_in else "missing",
                         "sha256": self.hand_in.sha256 if self.hand_in else None,

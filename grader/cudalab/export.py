@@ -54,7 +54,6 @@ import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 from . import __version__, bundle, console, handout, labs, report, starter
@@ -463,7 +462,7 @@ def _fill(config: Config, specs: list, lab_names: list[str], plan: dict[str, Pat
         target = staging / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source, target)
-    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    created = report.timestamp()
     generated = {
         bundle.MARKER: json.dumps(bundle.marker(lab_names, __version__, created), indent=2) + "\n",
         "README.md": render_readme(specs),

@@ -107,7 +107,7 @@ def wait_until_idle(timeout_s: float, poll_s: float = 1.0, probe=compute_process
     started = clock()
     first = True
     while True:
-        found = probe(device, ignore) if ignore else probe(device) if device else probe()
+        found = probe(device, ignore)
         if found is None:
             return GpuWait(known=False)
         waited = 0.0 if first else clock() - started  # the query itself is no wait

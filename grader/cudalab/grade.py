@@ -25,7 +25,6 @@ import time
 from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 from . import __version__, build, console, gpu, images, labs, pacer, report, sanitizer
@@ -45,10 +44,6 @@ ATTACHMENTS = "attachments"  # the folder in a grade's scratch whose files go be
 STATUS_EXIT = {"graded": Cli.DONE, "not_run": Cli.NO_DEVICE, "compile_error": Cli.COMPILE_ERROR,
                "submission_error": Cli.SUBMISSION_INVALID, "unknown_lab": Cli.UNKNOWN_LAB,
                "not_isolated": Cli.NOT_ISOLATED, "forbidden": Cli.FORBIDDEN, "error": Cli.INTERNAL}
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def failure_reason(result: ProcessResult) -> str:
@@ -85,7 +80,7 @@ class _PerformanceZero(Exception):
 def rough_ratio(reference: PacedRun, student: PacedRun) -> float:
     """The student's time over the reference's from one round of each, on the grader's
     clock: enough to see a submission is far too slow, without the cross-check."""
-    return student.call_ms() / (reference.reported_median_ms() or reference.call_ms())
+    return student.call_ms() / reference.per_call_ms()
 
 
 class GradingSession:
@@ -241,8 +236,7 @@ class GradingSession:
     def _too_slow(self, reference: PacedRun):
         """Stops a submission's run once its wall-clock time per sample is clearly past the
         zero-marks ratio: the rest of the samples could not change its points."""
-        return TooSlow(reference_ms=reference.reported_median_ms() or reference.call_ms(),
-                       limit=1.25 * self.spec.scoring.zero_marks_ratio)
+        return TooSlow(reference_ms=reference.per_call_ms(), limit=1.25 * self.spec.scoring.zero_marks_ratio)
 
     def measure_performance(self) -> dict:
         config, scoring = self.config, self.spec.scoring
@@ -335,7 +329,7 @@ def new_result(lab: str, folder: Path, seed: int, config: Config) -> dict:
         "status": "error", "exit_code": int(Cli.INTERNAL), "message": "", "score": None,
         "build": {"status": "not_built", "copied": [], "ignored": [], "feedback": []},
         "cases": [], "performance": None, "run": None, "warnings": [],
-        "provenance": {"seed": seed, "started_at": _now(), "finished_at": None,
+        "provenance": {"seed": seed, "started_at": report.timestamp(), "finished_at": None,
                        "cudalab_version": __version__, "preset": config.preset,
                        "official_build": str(config.build_dir), "host": platform.node(),
                        "python": platform.python_version(), "isolation": None, "gpu": None,
@@ -524,7 +518,7 @@ def finish(pending: Pending, attachments_to: Path | None = None, device: dict | 
     except Exception as err:  # a grader bug still leaves a result behind
         _set_status(result, "error", f"The grader failed: {err!r}. This is not the student's fault.")
     finally:
-        result["provenance"]["finished_at"] = _now()
+        result["provenance"]["finished_at"] = report.timestamp()
         if attachments_to is not None:
             _copy_attachments(pending.tmp, attachments_to)
         if pending.tmp is not None and not config.keep_temp:

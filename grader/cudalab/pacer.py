@@ -17,7 +17,7 @@ import json
 import subprocess
 import sys
 
-from .timing import ChannelClosed, KeptSample, Pace, PacedChannel, PacedRun, ProtocolError, TooSlow
+from .timing import ChannelClosed, KeptSample, Pace, PacedChannel, PacedRun, ProtocolError, TooSlow, drive
 
 
 def _pace_json(pace: Pace) -> dict:
@@ -72,27 +72,30 @@ def session_in_process(channel: PacedChannel, pace: Pace) -> PacedRun:
 def drive_in_process(read_fd: int, write_fd: int, pace: Pace, case: str) -> PacedRun:
     """timing.drive (the program's 'ready' line, one session, 'end') run by a pacer process,
     which starts while the program does."""
-    return _outcome(_in_process((read_fd, write_fd), {"case": case, "outputs": None, "number": 0, "buffer": "",
-                                                      "pace": _pace_json(pace), "end": True}))
+    return _outcome(_in_process((read_fd, write_fd), {"case": case, "pace": _pace_json(pace)}))
+
+
+def _answer(read_fd: int, write_fd: int, state: dict) -> dict:
+    """A whole drive when `state` has no channel in it, else one session of that channel."""
+    pace = _pace_from_json(state["pace"])
+    if "outputs" not in state:
+        return {"run": _run_json(drive(read_fd, write_fd, pace, state["case"]))}
+    channel = PacedChannel(read_fd, write_fd, state["case"], pace.sample_timeout_s, outputs=state["outputs"],
+                           number=state["number"], buffer=state["buffer"].encode("latin-1"))
+    answer: dict = {}
+    try:
+        answer["run"] = _run_json(channel.session(pace))
+    except ProtocolError as err:
+        answer.update(error=str(err), closed=isinstance(err, ChannelClosed))
+    return {**answer, "number": channel.number, "buffer": channel.reader.buffer.decode("latin-1")}
 
 
 def main(argv: list[str]) -> int:
-    read_fd, write_fd = int(argv[0]), int(argv[1])
     state = json.loads(sys.stdin.read())
-    pace = _pace_from_json(state["pace"])
-    answer: dict = {}
     try:
-        channel = PacedChannel(read_fd, write_fd, state["case"], pace.sample_timeout_s,
-                              outputs=state["outputs"], number=state["number"], buffer=state["buffer"].encode("latin-1"))
-        try:
-            answer["run"] = _run_json(channel.session(pace))
-            if state.get("end"):
-                channel.end()
-        finally:
-            answer.update(number=channel.number, buffer=channel.reader.buffer.decode("latin-1"))
+        answer = _answer(int(argv[0]), int(argv[1]), state)
     except ProtocolError as err:
-        answer.pop("run", None)
-        answer.update(error=str(err), closed=isinstance(err, ChannelClosed))
+        answer = {"error": str(err), "closed": isinstance(err, ChannelClosed)}
     sys.stdout.write(json.dumps(answer))
     return 0
 

@@ -19,10 +19,9 @@ import shutil
 import subprocess
 import tarfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
-from . import __version__, check, console, handin, labs
+from . import __version__, check, console, handin, labs, report
 from .config import Config
 from .errors import UsageError
 from .exit_codes import Cli
@@ -55,7 +54,7 @@ def manifest(spec, files: dict[str, bytes], student: str | None) -> dict:
                   for name, data in sorted(files.items())],
         "cudalab_version": __version__,
         "toolchain": toolchain(),
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": report.timestamp(),
         "student": student,
     }
 

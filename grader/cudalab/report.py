@@ -9,6 +9,7 @@ import json
 import os
 import re
 import tempfile
+from datetime import datetime, timezone
 from pathlib import Path
 
 import jinja2
@@ -27,6 +28,12 @@ STATUS_WORDS = {
     "not_isolated": "not graded: no sandbox for the student's code here",
     "error": "grader error (not the student's fault)",
 }
+
+
+def timestamp(epoch: float | None = None) -> str:
+    """A moment (now, or `epoch`) as results write it: UTC, ISO 8601, to the second."""
+    moment = datetime.now(timezone.utc) if epoch is None else datetime.fromtimestamp(epoch, timezone.utc)
+    return moment.isoformat(timespec="seconds")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

@@ -70,7 +70,6 @@ import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 from . import batch, build, console, grade, labs, report
@@ -114,10 +113,6 @@ ENDINGS = {
     "PREEMPTED": ("was preempted by another job", ""),
     "DEADLINE": ("reached its deadline before it could finish", ""),
 }
-
-
-def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds")
 
 
 class SlurmUnavailable(CudalabError):
@@ -377,7 +372,7 @@ def _step_info(tasks: Tasks, step: str, index: int, started: float, waiting_sinc
     """Where and when a task ran, for the result's provenance.slurm."""
     return {"job": f"{os.environ.get('SLURM_ARRAY_JOB_ID', '?')}_{index}",
             "node": os.environ.get("SLURMD_NODENAME") or platform.node(),
-            "started_at": _iso(started), "queued_s": round(max(0.0, started - waiting_since), 2),
+            "started_at": report.timestamp(started), "queued_s": round(max(0.0, started - waiting_since), 2),
             "wall_s": round(time.time() - started, 2)}
 
 

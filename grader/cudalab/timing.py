@@ -76,6 +76,11 @@ class PacedRun:
     def reported_median_ms(self) -> float | None:
         return statistics.median(self.reported_ms) if self.reported_ms else None
 
+    def per_call_ms(self) -> float:
+        """A reference's time per call for a rough ratio: its own event median where it
+        reported one, else the grader's clock."""
+        return self.reported_median_ms() or self.call_ms()
+
 
 class _LineReader:
     """Reads newline-terminated lines from a pipe, with a deadline and a length cap."""
