@@ -19,8 +19,8 @@
   labtest.py memory-fit --binary LAB_BINARY
       with the GPU's free memory capped at 1 GiB (CUDALAB_GPU_MEMORY_LIMIT), --bench runs
       the smallest bench case and skips the largest (2^28: more than 1 GiB) with a sentence
-      on stderr and a "skipped" entry in the run JSON, and exits 0; --paced on the largest
-      exits 4 with reason insufficient_memory. Capped at 1 MiB, nothing fits.
+      on stderr and a "skipped" entry in the run JSON, and exits 0; the grader's auditor
+      (--audit) on the largest exits 4 with reason insufficient_memory. Capped at 1 MiB, nothing fits.
 Exit 4 (no CUDA device) from the binary is passed through, so ctest reports a skip.
 """
 from __future__ import annotations
@@ -155,13 +155,13 @@ def memory_fit(args: argparse.Namespace) -> int:
         if verdict != "ok":
             return NO_DEVICE if verdict == "no device" else 1
         env = {**os.environ, "CUDALAB_GPU_MEMORY_LIMIT": str(1 << 20)}
-        paced = run([args.binary, "--paced", "--bench-case", largest, "--dump", str(Path(tmp) / "dump"),
-                     "--json", str(run_json), "--control-in", "0", "--control-out", "1"],
+        audit = run([args.binary, "--audit", "--bench-case", largest, "--dump", str(Path(tmp) / "dump"),
+                     "--json", str(run_json), "--control", "0"],
                     env=env)
         said = json.loads(run_json.read_text())
-        if (paced.returncode != NO_DEVICE or said.get("reason") != "insufficient_memory"
-                or f"bench case {largest} cannot be timed on this GPU" not in paced.stderr):
-            print(f"FAILED: --paced on a case that cannot fit must exit 4 with reason insufficient_memory: {said}")
+        if (audit.returncode != NO_DEVICE or said.get("reason") != "insufficient_memory"
+                or f"bench case {largest} cannot be timed on this GPU" not in audit.stderr):
+            print(f"FAILED: --audit on a case that cannot fit must exit 4 with reason insufficient_memory: {said}")
             return 1
     return 0
 

@@ -93,6 +93,7 @@ HarnessOptions parse_harness_options(const std::vector<std::string>& args) {
     bool no_baselines = false;
     p.flag("--no-baselines", &no_baselines);
     p.flag("--paced", &o.paced);
+    p.flag("--audit", &o.audit);
     p.flag("--list-cases", &o.list_cases);
     p.flag("--help", &o.help);
     p.flag("-h", &o.help);
@@ -105,20 +106,38 @@ HarnessOptions parse_harness_options(const std::vector<std::string>& args) {
     p.option("--json", [&](const std::string& v) { o.json_path = v; });
     p.option("--control-in", [&](const std::string& v) { o.control_in = parse_positive_int(v, "--control-in", 0); });
     p.option("--control-out", [&](const std::string& v) { o.control_out = parse_positive_int(v, "--control-out", 0); });
+    p.option("--control", [&](const std::string& v) { o.control = parse_positive_int(v, "--control", 0); });
+    p.option("--arena", [&](const std::string& v) { o.arena_fd = parse_positive_int(v, "--arena", 0); });
+    p.option("--arena-bytes", [&](const std::string& v) { o.arena_bytes = parse_u64(v, "--arena-bytes"); });
+    p.option("--slots", [&](const std::string& v) {
+        o.slots = parse_positive_int(v, "--slots", 1);
+        o.slots_given = true;
+    });
     p.option("--block", [&](const std::string& v) { std::tie(o.block_x, o.block_y) = parse_block_shape(v, "--block"); });
     p.parse(args);
     if (!o.bench_cases.empty()) o.bench = true;
     if (o.bench && !o.cases.empty())
         throw UsageError("--case selects correctness cases and --bench runs bench cases: use --bench-case with --bench");
     o.baselines = !no_baselines;
+    if (o.paced && o.audit) throw UsageError("--paced and --audit are the two ends of the grader's timing: give one");
     if (o.paced) {
         o.bench = true;
-        if (o.bench_cases.size() != 1 || o.dump_dir.empty() || o.control_in < 0 || o.control_out < 0)
-            throw UsageError("--paced is how the grader times a program: it needs exactly one --bench-case, --dump DIR, "
-                             "--control-in FD and --control-out FD (run --bench without --paced to time it yourself)");
+        if (o.bench_cases.size() != 1 || o.control_in < 0 || o.control_out < 0 || o.arena_fd < 0 || o.arena_bytes == 0)
+            throw UsageError("--paced is how the grader times a program: it needs exactly one --bench-case, "
+                             "--control-in FD, --control-out FD, --arena FD and --arena-bytes N (run --bench "
+                             "without --paced to time it yourself)");
         o.baselines = false;
-    } else if (o.control_in >= 0 || o.control_out >= 0) {
-        throw UsageError("--control-in and --control-out belong to --paced");
+    } else if (o.control_in >= 0 || o.control_out >= 0 || o.arena_fd >= 0 || o.arena_bytes != 0) {
+        throw UsageError("--control-in, --control-out, --arena and --arena-bytes belong to --paced");
+    }
+    if (o.audit) {
+        o.bench = true;
+        if (o.bench_cases.size() != 1 || o.control < 0 || o.dump_dir.empty())
+            throw UsageError("--audit is the grader's auditor: it needs exactly one --bench-case, --control FD and "
+                             "--dump DIR");
+        o.baselines = false;
+    } else if (o.control >= 0 || o.slots_given) {
+        throw UsageError("--control and --slots belong to --audit");
     }
     return o;
 }

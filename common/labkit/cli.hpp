@@ -27,11 +27,20 @@ struct HarnessOptions {
     std::string json_path;                 // --json FILE
     bool quiet = false;                    // --quiet
     bool baselines = true;                 // cleared by --no-baselines
-    // --paced: the grader drives the timed samples through two file descriptors
-    // (docs/architecture.md, "Paced timing"); needs one --bench-case and --dump.
+    // --paced: the grader times the program through its auditor (docs/architecture.md,
+    // "Paced timing"): one --bench-case, laid out in the auditor's shared memory (--arena FD,
+    // --arena-bytes N), answering 'go N' on --control-in with 'done N MS' on --control-out.
     bool paced = false;
     int control_in = -1;                   // --control-in FD
     int control_out = -1;                  // --control-out FD
+    int arena_fd = -1;                     // --arena FD
+    std::uint64_t arena_bytes = 0;         // --arena-bytes N
+    // --audit: the grader's auditor (labkit/audit.hpp) for one --bench-case, on the Unix
+    // socket --control FD, keeping up to --slots K sealed samples, dumped under --dump DIR.
+    bool audit = false;
+    int control = -1;                      // --control FD
+    int slots = 2;                         // --slots K
+    bool slots_given = false;
     bool list_cases = false;               // --list-cases
     // --block WxH: the thread-block shape the lab's API is asked to launch with (labs whose
     // API takes one); 0 x 0 leaves the choice to the implementation.

@@ -1,6 +1,7 @@
 #include "labkit/device.hpp"
 
 #include "labkit/check.hpp"
+#include "labkit/shared_arena.hpp"
 
 namespace labkit {
 
@@ -14,7 +15,10 @@ std::size_t byte_count(DType dtype, const std::vector<std::uint64_t>& shape) {
 
 DeviceArray::DeviceArray(std::string name, DType dtype, std::vector<std::uint64_t> shape)
     : name_(std::move(name)), dtype_(dtype), shape_(std::move(shape)), bytes_(byte_count(dtype_, shape_)) {
-    if (bytes_) LABKIT_CHECK(cudaMalloc(&data_, bytes_));
+    if (!bytes_) return;
+    data_ = ArenaPlacement::take(bytes_);  // a shared arena's, while one is being laid out
+    owned_ = data_ == nullptr;
+    if (owned_) LABKIT_CHECK(cudaMalloc(&data_, bytes_));
 }
 
 DeviceArray::DeviceArray(const HostArray& host) : DeviceArray(host.name, host.dtype, host.shape) {
@@ -22,7 +26,7 @@ DeviceArray::DeviceArray(const HostArray& host) : DeviceArray(host.name, host.dt
 }
 
 DeviceArray::~DeviceArray() {
-    if (data_) (void)cudaFree(data_);
+    if (data_ && owned_) (void)cudaFree(data_);
 }
 
 std::uint64_t DeviceArray::size() const {

@@ -14,6 +14,8 @@
 
 namespace labkit {
 
+// Allocated with cudaMalloc, or placed in a shared arena while an ArenaPlacement is alive
+// (labkit/shared_arena.hpp).
 class DeviceArray {
 public:
     DeviceArray(std::string name, DType dtype, std::vector<std::uint64_t> shape);
@@ -26,6 +28,7 @@ public:
     void* data() const { return data_; }
     const std::string& name() const { return name_; }
     DType dtype() const { return dtype_; }
+    const std::vector<std::uint64_t>& shape() const { return shape_; }
     std::uint64_t size() const;
     std::size_t bytes() const { return bytes_; }
 
@@ -41,6 +44,7 @@ private:
     std::vector<std::uint64_t> shape_;
     std::size_t bytes_ = 0;
     void* data_ = nullptr;
+    bool owned_ = true;  // false: placed in a shared arena (labkit/shared_arena.hpp), which owns it
 };
 
 // Raw scratch memory (workspaces, baselines).

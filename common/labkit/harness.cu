@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <csignal>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -14,11 +16,15 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include "labkit/audit.hpp"
 #include "labkit/binary_io.hpp"
+#include "labkit/case_on_device.hpp"
 #include "labkit/check.hpp"
 #include "labkit/cli.hpp"
 #include "labkit/exit_codes.hpp"
+#include "labkit/line_channel.hpp"
 #include "labkit/report.hpp"
+#include "labkit/shared_arena.hpp"
 #include "labkit/timing.hpp"
 
 namespace labkit {
@@ -79,14 +85,12 @@ std::string params_text(const CaseSpec& spec) {
 
 // Everything `spec` allocates, from its description alone: the inputs the harness makes,
 // what the lab's estimate says its DeviceRun makes, and the harness's own buffers (the
-// output hasher with --paced, the copy baseline's two buffers with --bench's baselines).
-CaseMemory case_memory(const Session& s, const CaseSpec& spec, bool hashing, bool copy_baseline) {
+// copy baseline's two buffers with --bench's baselines).
+CaseMemory case_memory(const Session& s, const CaseSpec& spec, bool copy_baseline) {
     CaseMemory memory;
     for (const InputSpec& in : s.problem.inputs(spec))
         memory.inputs += static_cast<std::size_t>(in.size()) * dtype_size(in.dtype);
     if (s.run_memory) memory.run = s.run_memory(spec);
-    // The hasher is made for the largest output; all outputs together bound it from above.
-    if (hashing) memory.hasher = DeviceHasher::scratch_bytes(std::max<std::size_t>(memory.run.outputs, 1));
     if (copy_baseline) memory.copy_baseline = copy_baseline_bytes(s.problem.bytes_moved(spec));
     return memory;
 }
@@ -116,50 +120,6 @@ std::string memory_advice(const CaseMemory& memory) {
     return "This is the GPU's size, not a problem with your code: close other programs that use the GPU "
            "(nvidia-smi lists them) or run this case on a GPU with more memory.";
 }
-
-// One case on the device: its input arrays (refilled from a seed before every call), and
-// the lab's DeviceRun over them.
-class CaseOnDevice {
-public:
-    CaseOnDevice(const Session& s, const CaseSpec& spec) : input_specs_(s.problem.inputs(spec)) {
-        std::vector<DeviceArray*> pointers;
-        for (const InputSpec& in : input_specs_) {
-            inputs_.push_back(std::make_unique<DeviceArray>(in.name, in.dtype, in.shape));
-            pointers.push_back(inputs_.back().get());
-        }
-        run_ = s.make_run(spec, pointers);
-    }
-
-    // Fresh inputs from `seed`, poisoned outputs and a garbage workspace: a call that
-    // skips any work, or that returns something remembered from an earlier call, leaves
-    // wrong values behind.
-    void prepare(std::uint64_t seed) {
-        for (std::size_t i = 0; i < inputs_.size(); ++i) fill_on_device(*inputs_[i], input_specs_[i], seed);
-        for (DeviceArray* out : run_->outputs()) out->poison();
-        for (DeviceBuffer* workspace : run_->workspaces())
-            if (workspace->bytes()) LABKIT_CHECK(cudaMemsetAsync(workspace->data(), 0xCD, workspace->bytes()));
-    }
-
-    std::vector<HostArray> download_outputs() {
-        LABKIT_CHECK(cudaDeviceSynchronize());
-        std::vector<HostArray> got;
-        for (DeviceArray* out : run_->outputs()) got.push_back(out->download());
-        return got;
-    }
-
-    std::size_t largest_output_bytes() {
-        std::size_t bytes = 0;
-        for (DeviceArray* out : run_->outputs()) bytes = std::max(bytes, out->bytes());
-        return bytes;
-    }
-
-    DeviceRun& run() { return *run_; }
-
-private:
-    std::vector<InputSpec> input_specs_;
-    std::vector<std::unique_ptr<DeviceArray>> inputs_;
-    std::unique_ptr<DeviceRun> run_;
-};
 
 void dump_outputs(const fs::path& dir, const CaseSpec& spec, const std::vector<HostArray>& got, int run = 1) {
     fs::create_directories(dir);
@@ -211,7 +171,7 @@ int run_cases(Session& s) {
     const auto selected = select(s.problem.cases, s.options.cases, "case", s.problem.name);
     Json cases = Json::array();
     for (const CaseSpec* spec : selected) {
-        CaseOnDevice c(s, *spec);
+        CaseOnDevice c(s.problem, s.make_run, *spec);
         c.prepare(s.options.seed);
         run_code_under_test(c.run());
         LABKIT_CHECK_LAUNCH();
@@ -278,7 +238,7 @@ int run_bench(Session& s) {
     for (const CaseSpec* spec : selected) {
         const double bytes = s.problem.bytes_moved(*spec);
         Json row{{"name", spec->name}, {"params", params_json(*spec)}, {"bytes_moved", bytes}};
-        const CaseMemory memory = case_memory(s, *spec, false, s.options.baselines);
+        const CaseMemory memory = case_memory(s, *spec, s.options.baselines);
         const MemoryFit fit = check_memory_fit(memory.peak(), free_gpu_memory());
         if (!fit.fits) {
             // Skipped, and said so; the other cases still run. The entry has no timings.
@@ -298,7 +258,7 @@ int run_bench(Session& s) {
         Timing mine, library;
         const char* library_name = nullptr;
         {
-            CaseOnDevice c(s, *spec);
+            CaseOnDevice c(s.problem, s.make_run, *spec);
             auto prepare = [&](int sample) { c.prepare(sample_seed(s.options.seed, static_cast<std::uint64_t>(sample))); };
             // The outputs kept for the checker are those of one timed sample drawn at
             // random here; every sample has inputs of its own and starts poisoned.
@@ -361,55 +321,6 @@ int run_bench(Session& s) {
     return kExitPassed;
 }
 
-// --- benchmark, paced by the grader -------------------------------------------------
-//
-// The grader sends each sample's seed and hash key and reads back, per sample, the
-// event time and the outputs' hashes; it times every sample on its own clock, and it
-// decides only after a sample has ended whether it wants that sample's outputs. A
-// "blank" sample does all the harness's own work but does not call the implementation:
-// its time on the grader's clock is the overhead that the timed samples, mixed among
-// the blank ones in an order the program cannot know, also carry.
-// Messages are single text lines (docs/architecture.md, "Paced timing").
-
-class ControlChannel {
-public:
-    ControlChannel(int in, int out) : in_(in), out_(out) {}
-
-    // The next line without its newline; nullopt at the end of input.
-    std::optional<std::string> read_line() {
-        for (;;) {
-            if (const auto nl = buffer_.find('\n'); nl != std::string::npos) {
-                std::string line = buffer_.substr(0, nl);
-                buffer_.erase(0, nl + 1);
-                return line;
-            }
-            if (buffer_.size() > kMaxLine) throw UsageError("a control line from the grader is too long");
-            char chunk[256];
-            const ssize_t got = ::read(in_, chunk, sizeof chunk);
-            if (got < 0 && errno == EINTR) continue;
-            if (got < 0) throw std::runtime_error("reading the control channel failed");
-            if (got == 0) return std::nullopt;
-            buffer_.append(chunk, static_cast<std::size_t>(got));
-        }
-    }
-
-    void write_line(const std::string& line) {
-        const std::string text = line + "\n";
-        std::size_t done = 0;
-        while (done < text.size()) {
-            const ssize_t wrote = ::write(out_, text.data() + done, text.size() - done);
-            if (wrote < 0 && errno == EINTR) continue;
-            if (wrote <= 0) throw std::runtime_error("writing the control channel failed");
-            done += static_cast<std::size_t>(wrote);
-        }
-    }
-
-private:
-    static constexpr std::size_t kMaxLine = 4096;
-    int in_, out_;
-    std::string buffer_;
-};
-
 std::vector<std::string> words(const std::string& line) {
     std::istringstream in(line);
     std::vector<std::string> out;
@@ -417,67 +328,94 @@ std::vector<std::string> words(const std::string& line) {
     return out;
 }
 
-int run_paced(Session& s) {
-    const CaseSpec& spec = *select(s.problem.bench_cases, s.options.bench_cases, "bench case", s.problem.name).at(0);
-    ControlChannel control(s.options.control_in, s.options.control_out);
-    Timer timer(*s.device);
-    // A grade times one case: one that cannot fit here is refused with a sentence before
-    // anything of it is allocated (exit 4, "can't run here"), not left to run out of memory.
-    const CaseMemory memory = case_memory(s, spec, true, false);
-    const MemoryFit fit = check_memory_fit(memory.peak(), free_gpu_memory());
-    if (!fit.fits) {
-        s.json["memory"] = memory_json(memory, fit);
-        throw NoDevice("bench case " + spec.name + " cannot be timed on this GPU: it " +
-                           describe_memory_shortfall(fit, s.device->name) + " (" + describe_case_memory(memory) +
-                           "). " + memory_advice(memory),
-                       "insufficient_memory");
-    }
-    CaseOnDevice c(s, spec);
-    DeviceHasher hasher(std::max<std::size_t>(c.largest_output_bytes(), 1));
-    std::string names;
-    for (DeviceArray* out : c.run().outputs()) names += " " + out->name();
-    control.write_line("ready " + spec.name + names);
+// --- timed by the grader ------------------------------------------------------------
+//
+// The grader times a program through its auditor (labkit/audit.hpp), an official process
+// that owns the timed case's inputs and outputs in a shared arena. The program maps that
+// arena, lays the case out in it exactly as the auditor did, and then only answers: for
+// every "go N" it calls the implementation once on whatever the arena holds and says
+// "done N MS" (its own event time, which the grader may show but never scores). It learns
+// no seed, no sample kind and nothing about which samples are kept (docs/architecture.md,
+// "Paced timing"). "go N blank" (only ever sent to the course's reference) times nothing
+// between the events, for the grader's measure of the protocol's own cost.
 
-    std::vector<double> timed_ms;
+// How long a program spins on its control pipe before it sleeps: a "go" that comes while
+// it spins is seen at once, which keeps the start of its work on the grader's clock sharp.
+constexpr int kGoSpinUs = 20000;
+
+int run_paced(Session& s) {
+    std::signal(SIGPIPE, SIG_IGN);
+    const CaseSpec& spec = *select(s.problem.bench_cases, s.options.bench_cases, "bench case", s.problem.name).at(0);
+    LineChannel control(s.options.control_in, s.options.control_out);
+    SharedArena arena = SharedArena::import(s.options.arena_fd, s.options.arena_bytes);
+    ::close(s.options.arena_fd);
+    std::unique_ptr<CaseOnDevice> c;
+    std::size_t layout = 0;
+    {
+        ArenaPlacement place(arena.base(), arena.bytes());
+        c = std::make_unique<CaseOnDevice>(s.problem, s.make_run, spec);
+        layout = place.used();
+    }
+    if (!control.write_line("ready " + spec.name + " " + std::to_string(layout)))
+        throw UsageError("the grader closed the control channel before the program was ready");
+    cudaEvent_t start = nullptr, stop = nullptr;
+    LABKIT_CHECK(cudaEventCreate(&start));
+    LABKIT_CHECK(cudaEventCreate(&stop));
+    std::vector<double> event_ms;
     const double clock_before = measure_sm_clock_mhz();
     for (;;) {
-        const auto line = control.read_line();
-        if (!line) throw UsageError("the grader closed the control channel without saying end");
-        const auto w = words(*line);
+        const LineChannel::Read got = control.read_line(-1, kGoSpinUs);
+        if (got.status == LineChannel::Status::closed)
+            throw UsageError("the grader closed the control channel without saying end");
+        const auto w = got.status == LineChannel::Status::line ? words(got.line) : std::vector<std::string>{};
         if (w.size() == 1 && w[0] == "end") break;
-        if (w.size() != 5 || w[0] != "sample" || (w[4] != "timed" && w[4] != "warmup" && w[4] != "blank"))
-            throw UsageError("unexpected control line '" + *line + "' (expected 'sample N SEED KEY timed|warmup|blank')");
-        const std::uint64_t number = parse_u64(w[1], "sample number"), seed = parse_u64(w[2], "sample seed");
-        const Hash128 key = hash_from_hex(w[3]);
-        const bool blank = w[4] == "blank";
-        const double ms = timer.time_sample([&] { c.prepare(seed); }, [&] {
-            if (!blank) c.run().run();
-        });
-        if (w[4] == "timed") timed_ms.push_back(ms);
-        std::ostringstream reply;
-        reply << "done " << w[1] << ' ' << std::to_string(ms);
-        for (DeviceArray* out : c.run().outputs()) reply << ' ' << to_hex(hasher.hash(*out, key));
-        control.write_line(reply.str());
-
-        const auto decision = control.read_line();
-        if (decision && *decision == "keep") {
-            dump_outputs(fs::path(s.options.dump_dir) / ("sample-" + std::to_string(number)), spec, c.download_outputs());
-            control.write_line("kept " + w[1]);
-        } else if (!decision || *decision != "drop") {
-            throw UsageError("expected 'keep' or 'drop' from the grader after sample " + w[1]);
-        }
+        if (w.size() < 2 || w.size() > 3 || w[0] != "go" || (w.size() == 3 && w[2] != "blank"))
+            throw UsageError("unexpected control line '" + quote_for_message(got.line) + "' (expected 'go N' or 'end')");
+        const bool blank = w.size() == 3;
+        LABKIT_CHECK(cudaEventRecord(start));
+        if (!blank) run_code_under_test(c->run());
+        LABKIT_CHECK(cudaEventRecord(stop));
+        LABKIT_CHECK(cudaDeviceSynchronize());
+        LABKIT_CHECK_LAUNCH();
+        float ms = 0.0f;
+        LABKIT_CHECK(cudaEventElapsedTime(&ms, start, stop));
+        if (!blank) event_ms.push_back(ms);
+        if (!control.write_line("done " + w[1] + " " + std::to_string(static_cast<double>(ms))))
+            throw UsageError("the grader closed the control channel in the middle of a sample");
     }
+    (void)cudaEventDestroy(start);
+    (void)cudaEventDestroy(stop);
+    // What the program measured itself: shown to the student, never scored.
     Json row{{"name", spec.name}, {"params", params_json(spec)}, {"bytes_moved", s.problem.bytes_moved(spec)},
-             {"status", "unchecked"}, {"paced", true}, {"samples_ms", timed_ms},
+             {"status", "unchecked"}, {"paced", true}, {"samples_ms", event_ms},
              {"sm_clock_mhz_before", clock_before}, {"sm_clock_mhz_after", measure_sm_clock_mhz()}};
-    if (!timed_ms.empty()) {
-        const SampleSummary summary = summarise(timed_ms);
+    if (!event_ms.empty()) {
+        const SampleSummary summary = summarise(event_ms);
         row["median_ms"] = summary.median;
         row["spread"] = summary.spread;
     }
     s.json["bench"] = Json::array({row});
     s.json["status"] = "unchecked";
     return kExitPassed;
+}
+
+// The auditor's side: what the whole of it needs on the GPU (the case twice, the sealed
+// samples) must fit, or nothing is timed here.
+int run_audit(Session& s) {
+    const CaseSpec& spec = *select(s.problem.bench_cases, s.options.bench_cases, "bench case", s.problem.name).at(0);
+    const CaseMemory one = case_memory(s, spec, false);
+    CaseMemory memory = one;
+    memory.inputs = 2 * one.inputs;  // the shared case and the auditor's own
+    memory.run.outputs = (3 + static_cast<std::size_t>(s.options.slots)) * one.run.outputs;  // both, and every slot
+    const MemoryFit fit = check_memory_fit(memory.peak(), free_gpu_memory());
+    if (!fit.fits) {
+        s.json["memory"] = memory_json(memory, fit);
+        throw NoDevice("bench case " + spec.name + " cannot be timed on this GPU: the grader's auditor " +
+                           describe_memory_shortfall(fit, s.device->name) + " (" + describe_case_memory(memory) + ").",
+                       "insufficient_memory");
+    }
+    return run_auditor(s.problem, s.make_run, spec, *s.device,
+                       AuditOptions{s.options.control, s.options.dump_dir, s.options.slots}, s.json);
 }
 
 // The run JSON is how the program reports what it did; when it cannot be written the
@@ -525,7 +463,7 @@ int harness_main(int argc, char** argv, const Problem& problem, const MakeDevice
     }
 
     s.json = Json{{"schema", kRunSchema}, {"lab", problem.name}, {"implementation", s.program},
-                  {"seed", s.options.seed}, {"mode", s.options.paced ? "paced" : s.options.bench ? "bench" : "check"},
+                  {"seed", s.options.seed}, {"mode", s.options.audit ? "audit" : s.options.paced ? "paced" : s.options.bench ? "bench" : "check"},
                   {"status", "error"}};
     if (s.options.block_x != 0)
         s.json["block"] = std::to_string(s.options.block_x) + "x" + std::to_string(s.options.block_y);
@@ -533,7 +471,10 @@ int harness_main(int argc, char** argv, const Problem& problem, const MakeDevice
     try {
         s.device = query_device();
         s.json["device"] = device_json(*s.device, measure_sm_clock_mhz());
-        code = s.options.paced ? run_paced(s) : s.options.bench ? run_bench(s) : run_cases(s);
+        code = s.options.audit   ? run_audit(s)
+               : s.options.paced ? run_paced(s)
+               : s.options.bench ? run_bench(s)
+                                 : run_cases(s);
     } catch (const NoDevice& e) {
         // Exit 4 whatever the reason: nothing (more) could run here, never a failure of the
         // code under test. The JSON's "reason" says which: no_device, driver_too_old or

@@ -47,8 +47,11 @@ public:
 
     bool flushes_l2() const { return l2_scratch_.bytes() > 0; }
 
-private:
+    // Releases any persisting L2 lines and overwrites the L2 (asynchronously, on the
+    // default stream), so that the next sample starts with none of its data cached.
     void make_l2_cold();
+
+private:
     DeviceBuffer l2_scratch_;  // written between samples so no sample starts with warm data
     cudaEvent_t start_ = nullptr;
     cudaEvent_t stop_ = nullptr;

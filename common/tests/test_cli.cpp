@@ -35,13 +35,21 @@ TEST_CASE("test_cli_harness_defaults_and_options") {
     CHECK(b.warmup == 0);
     CHECK(d.baselines);
     CHECK_FALSE(labkit::parse_harness_options({"--bench", "--no-baselines"}).baselines);
-    const auto p = labkit::parse_harness_options({"--paced", "--bench-case", "n_2p26", "--dump", "d", "--control-in",
-                                                  "3", "--control-out", "4"});
+    const auto p = labkit::parse_harness_options({"--paced", "--bench-case", "n_2p26", "--control-in", "3",
+                                                  "--control-out", "4", "--arena", "5", "--arena-bytes", "2097152"});
     CHECK(p.paced);
     CHECK(p.bench);
     CHECK_FALSE(p.baselines);  // the grader times the student's code alone
     CHECK(p.control_in == 3);
     CHECK(p.control_out == 4);
+    CHECK(p.arena_fd == 5);
+    CHECK(p.arena_bytes == 2097152);
+    const auto a = labkit::parse_harness_options({"--audit", "--bench-case", "n_2p26", "--control", "3", "--dump", "d",
+                                                  "--slots", "4"});
+    CHECK(a.audit);
+    CHECK(a.control == 3);
+    CHECK(a.slots == 4);
+    CHECK(a.dump_dir == "d");
 }
 
 TEST_CASE("test_cli_harness_rejects_bad_input_with_a_sentence") {
@@ -52,8 +60,11 @@ TEST_CASE("test_cli_harness_rejects_bad_input_with_a_sentence") {
     CHECK(usage_message({"--samples", "0"}).find("at least 1") != std::string::npos);
     CHECK(usage_message({"--bench", "--case", "n_1"}).find("--bench-case") != std::string::npos);
     // Paced timing is the grader's protocol: it needs everything the grader gives it.
-    CHECK(usage_message({"--paced", "--bench-case", "n"}).find("--control-in FD") != std::string::npos);
+    CHECK(usage_message({"--paced", "--bench-case", "n"}).find("--arena FD") != std::string::npos);
     CHECK(usage_message({"--control-in", "3"}).find("belong to --paced") != std::string::npos);
+    CHECK(usage_message({"--audit", "--bench-case", "n"}).find("--control FD") != std::string::npos);
+    CHECK(usage_message({"--slots", "3"}).find("belong to --audit") != std::string::npos);
+    CHECK(usage_message({"--audit", "--paced"}).find("give one") != std::string::npos);
 }
 
 TEST_CASE("test_cli_checker_requires_seed_dump_and_verdict") {

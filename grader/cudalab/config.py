@@ -62,12 +62,12 @@ class Config:
     timing_warmup: int = _setting(5, "Untimed samples at the start of every paced timing run.")
     samples_min: int = _setting(30, "Fewest timed samples in one paced timing run.")
     samples_max: int = _setting(20000, "Most timed samples in one paced timing run.")
-    timing_target_s: float = _setting(0.1, "How long the reference's timed samples of one run "
-                                      "take (on the grader's clock; as many blank samples come "
-                                      "on top); the submission then gets as many samples. The "
-                                      "median of many samples keeps each round's estimate steady: "
-                                      "with three rounds this keeps regrades of the same code "
-                                      "within 1% of each other (docs/architecture.md, 'Grading timing').")
+    timing_target_s: float = _setting(0.25, "How long the reference's timed samples of one session "
+                                      "take on the grader's clock (as many blank samples come on "
+                                      "top); the submission then gets as many samples. The median of "
+                                      "many samples keeps each round's estimate steady: with three "
+                                      "rounds this keeps regrades of the same code within 1% of each "
+                                      "other (docs/architecture.md, 'Grading timing').")
     gpu_slots: int = _setting(3, "Grades of a batch that share each GPU, taking turns on it "
                               "(gpu.exclusive): while one is timed, the others do their CPU work.")
     timing_cpus: int = _setting(-1, "CPUs kept free for timing: builds and checkers run on the "
@@ -75,18 +75,16 @@ class Config:
                                 "core; -1: a quarter of the CPUs on a machine of 8 or more, none "
                                 "on a smaller one.")
     timing_rounds: int = _setting(3, "Rounds of alternating reference/submission timing runs.")
-    kept_samples: int = _setting(1, "Timed samples per submission run, drawn in secret, whose "
-                                 "outputs the checker judges (each against its own inputs and "
-                                 "the hash the program reported for it). Every round is a new "
-                                 "process, so a grade judges one sample of each.")
+    kept_samples: int = _setting(2, "Timed samples per submission session, drawn in secret, that the "
+                                 "auditor keeps for the trusted checker (each judged against its own "
+                                 "inputs). Every sample is sealed and verified by the auditor alike, so "
+                                 "the program cannot tell which were kept.")
     sample_timeout_s: float = _setting(30.0, "How long one paced sample may take before the run "
                                        "is stopped.")
-    timing_agreement: float = _setting(0.03, "How far (as a fraction of the submission's own "
-                                       "time) its event timing may differ from the grader's "
-                                       "clock, on top of the measured noise, before it is "
-                                       "scored on the grader's clock.")
-    timing_noise_floor: float = _setting(0.01, "The least noise assumed for a round's wall-clock "
-                                         "estimate, as a fraction of the reference's time.")
+    timing_floor_fraction: float = _setting(0.8, "A submission whose time per call is below this "
+                                            "fraction of the physical floor (the lab's byte model at the "
+                                            "measured copy bandwidth, or its FLOP model at the FP32 peak) "
+                                            "is a violation: no performance points, and flagged.")
     gpu_device: str = _setting("", "The GPU the lab's programs use, as CUDA_VISIBLE_DEVICES sees it "
                                "(an index or a UUID); empty: whatever the grader's environment says. "
                                "`cudalab batch` sets it for each GPU it grades on.")

@@ -23,7 +23,7 @@ from abc import ABC, abstractmethod
 from . import build, grade
 from .config import Config
 from .errors import CudalabError, UsageError
-from .reference import ReferenceServer
+from .audit import AuditServer
 from .runner import fresh_dir
 from .sandbox import scratch_root
 
@@ -123,10 +123,10 @@ class LocalExecutor(Executor):
             pass  # each grade reports it in its own result
         devices = self._probe(plan, reporter)
         scratch = fresh_dir(scratch_root(config), f"batch-{spec.name}")
-        # One reference program per GPU serves the timing rounds of every grade there.
-        references = {gpu: ReferenceServer.for_lab(dataclasses.replace(config, gpu_device=gpu), spec,
-                                                   fresh_dir(scratch, "reference"))
-                      for gpu in self.gpus}
+        # One auditor and one reference program per GPU serve the timing rounds of every grade there.
+        servers = {gpu: AuditServer.for_lab(dataclasses.replace(config, gpu_device=gpu), spec,
+                                            fresh_dir(scratch, "timing"))
+                   for gpu in self.gpus}
         to_build: queue.Queue = queue.Queue()
         built: queue.Queue = queue.Queue()
         for job in plan.todo:
@@ -140,7 +140,7 @@ class LocalExecutor(Executor):
                     pending.config = dataclasses.replace(pending.config, gpu_device=gpu)
                 result = grade.finish(pending, attachments_to=plan.store.student_dir(job.student),
                                       device=devices.get(gpu) if gpu is not None else None,
-                                      reference=references.get(gpu) if gpu is not None else None)
+                                      audit=servers.get(gpu) if gpu is not None else None)
                 plan.store.commit(job, result)
                 reporter.done(job, result)
             finally:
@@ -194,9 +194,9 @@ class LocalExecutor(Executor):
         finally:
             for _ in range(len(self.gpus) * self.slots):
                 built.put(None)
-            for reference in references.values():
-                if reference is not None:
-                    reference.close()  # after the round it may be serving, if interrupted
+            for server in servers.values():
+                if server is not None:
+                    server.close()  # after the round it may be serving, if interrupted
             shutil.rmtree(scratch, ignore_errors=True)
 
 

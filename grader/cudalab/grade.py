@@ -27,17 +27,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import __version__, build, console, gpu, images, labs, pacer, report, sanitizer
+from . import __version__, build, console, gpu, images, labs, report, sanitizer
 from .config import Config
 from .errors import (CompileError, CudalabError, GraderError, NoDeviceError, NotIsolatedError, UsageError,
                      SubmissionError)
 from .exit_codes import Cli, Harness
 from .labspec import LabSpec
-from .runner import RUN, Runner, fresh_dir, paced_argv, read_untrusted_json, why_nothing_ran
+from .runner import RUN, Runner, fresh_dir, read_untrusted_json, why_nothing_ran
 from .sandbox import ProcessResult, Sandbox, run_limits, scratch_root
-from .reference import ReferenceServer
+from .audit import AuditServer, ProgramPipes, read_ready
 from .scoring import case_points, score as compute_score, zero as zero_score
-from .timing import ChannelClosed, Pace, PacedRun, ProtocolError, RoundTimes, TooSlow, cross_check
+from .timing import ChannelClosed, Pace, PacedRun, ProtocolError, RoundClock, TooSlow, score_clock, send_line
 
 SCHEMA = "cudalab.grade/1"
 ATTACHMENTS = "attachments"  # the folder in a grade's scratch whose files go beside feedback.md
@@ -74,22 +74,22 @@ def _phase(result: dict, name: str):
 
 
 class _PerformanceZero(Exception):
-    """Performance scores zero for a reason the student should read."""
+    """Performance scores zero for a reason the student should read; `flagged` puts the
+    hand-in on the class summary's list to look at (a time below the physical floor, a
+    program that broke the timing protocol)."""
 
-
-def rough_ratio(reference: PacedRun, student: PacedRun) -> float:
-    """The student's time over the reference's from one round of each, on the grader's
-    clock: enough to see a submission is far too slow, without the cross-check."""
-    return student.call_ms() / reference.per_call_ms()
+    def __init__(self, message: str, flagged: bool = False):
+        super().__init__(message)
+        self.flagged = flagged
 
 
 class GradingSession:
     """One grading of one built submission: seeds, folders, the reference, the checker."""
 
     def __init__(self, config: Config, spec: LabSpec, submission: Path, seed: int, tmp: Path,
-                 reference_server: ReferenceServer | None = None):
+                 audit_server: AuditServer | None = None):
         self.config, self.spec, self.seed, self.tmp = config, spec, seed, tmp
-        self.reference_server = reference_server
+        self.audit_server = audit_server
         self.runner = Runner(config, spec, tmp)
         self.reference = self.runner.official(labs.scoring_reference(spec))
         self.submission = submission
@@ -197,99 +197,115 @@ class GradingSession:
         return body
 
     # -- performance ------------------------------------------------------------------------
-    def _pace(self, samples: int | None, keep: int, stop_when=None) -> Pace:
+    def _pace(self, samples: int | None, keep: int, blanks: bool = False, stop_when=None) -> Pace:
         c = self.config
         return Pace(warmup=c.timing_warmup, samples=samples, target_s=c.timing_target_s, samples_min=c.samples_min,
-                    samples_max=c.samples_max, keep=keep, sample_timeout_s=c.sample_timeout_s, stop_when=stop_when)
+                    samples_max=c.samples_max, keep=keep, sample_timeout_s=c.sample_timeout_s, blanks=blanks,
+                    stop_when=stop_when)
 
-    def paced(self, samples: int | None, keep: int, stop_when=None) -> tuple[PacedRun, Path]:
-        """The submission's paced timing run of one round, a process of its own (timing.py);
-        raises _PerformanceZero when it fails or breaks the protocol."""
+    def paced(self, server: AuditServer, pace: Pace) -> PacedRun:
+        """The submission's session of one round: a fresh process of its program, laid out in
+        the auditor's shared arena and attached to the auditor (audit.py); raises
+        _PerformanceZero when it fails or breaks the protocol."""
         case = self.spec.scoring.timing_case
-        pace = self._pace(samples, keep, stop_when)
         to_child_read, to_child_write = os.pipe()
         from_child_read, from_child_write = os.pipe()
+        arena = server.arena_descriptor()
         outcome: dict = {}
 
         def talk() -> bool:
             try:
-                # The grader's clock, in a process of its own (pacer.py), started beside the program.
-                outcome["run"] = pacer.drive_in_process(from_child_read, to_child_write, pace, case)
+                read_ready(from_child_read, case, server.layout_bytes, self.config.sample_timeout_s)
+                outcome["run"] = server.session(pace, ProgramPipes(to_child_write, from_child_read))
+                send_line(to_child_write, "end")  # it writes its run JSON and exits
                 return True
             except ChannelClosed:  # the program ended by itself: its exit says why
                 return True
             except ProtocolError as err:  # it broke the protocol: stop it now
                 outcome["error"] = f"the program {err}"
                 return False
+            except GraderError as err:  # the auditor's failure: stop the program, then report it
+                outcome["grader"] = err
+                return False
             finally:
                 os.close(from_child_read)
                 os.close(to_child_write)
 
-        result, folder = self.runner.run(self.submission, paced_argv(case, to_child_read, from_child_write),
-                                         pass_fds=(to_child_read, from_child_write), during=talk)
+        result, folder = self.runner.run(self.submission,
+                                         server.program_argv(to_child_read, from_child_write, arena),
+                                         pass_fds=(to_child_read, from_child_write, arena), during=talk)
+        self._discard(folder)
+        if "grader" in outcome:
+            raise outcome["grader"]
         run: PacedRun | None = outcome.get("run")
-        if run is None or result.exit_code != Harness.PASSED or not run.wall_ms:
-            why = outcome.get("error") or failure_reason(result)
-            raise _PerformanceZero(f"In the timed runs on {case}, {why}.")
-        return run, folder
-
-    def _too_slow(self, reference: PacedRun):
-        """Stops a submission's run once its wall-clock time per sample is clearly past the
-        zero-marks ratio: the rest of the samples could not change its points."""
-        return TooSlow(reference_ms=reference.per_call_ms(), limit=1.25 * self.spec.scoring.zero_marks_ratio)
+        if "error" in outcome:
+            raise _PerformanceZero(f"In the timed runs on {case}, {outcome['error']}. The timing protocol is part of "
+                                   "the lab's harness: a program that changes how it talks to the grader earns no "
+                                   "performance points.", flagged=True)
+        if run is None or result.exit_code != Harness.PASSED or not (run.wall_ms or run.wrong):
+            raise _PerformanceZero(f"In the timed runs on {case}, {failure_reason(result)}.")
+        return run
 
     def measure_performance(self) -> dict:
         config, scoring = self.config, self.spec.scoring
-        perf: dict = {"status": "scored", "timing_case": scoring.timing_case, "message": "",
-                      "ratio": None, "samples": None, "cross_check": None, "rounds": []}
-        reference_rounds: list[RoundTimes] = []
-        student_rounds: list[RoundTimes] = []
+        case = scoring.timing_case
+        perf: dict = {"status": "scored", "timing_case": case, "message": "", "ratio": None, "samples": None,
+                      "clock": None, "flagged": False, "rounds": []}
+        rounds: list[RoundClock] = []
         samples = None
-        # The reference's program serves every round (reference.py): the batch's one for this
-        # GPU where it gives one, else one of this grade's own, ended after the last round.
-        server = self.reference_server or ReferenceServer(self.runner, self.reference, scoring.timing_case,
-                                                          config.sample_timeout_s)
-        # Each round's kept sample is checked while the next rounds run: the checker is on the
-        # work CPUs (cpus.py), never on those left to timing, and reads only that round's dump.
-        checks = ThreadPoolExecutor(max_workers=config.timing_rounds, thread_name_prefix="kept-check")
+        # The auditor and the reference's program serve every round (audit.py): the batch's
+        # for this GPU where it gives them, else this grade's own, ended after the last round.
+        server = self.audit_server or AuditServer(self.runner, self.reference, case, config.sample_timeout_s,
+                                                  config.kept_samples)
+        # Each round's kept samples are checked while the next rounds run: the checker is on
+        # the work CPUs (cpus.py), never on those left to timing, and reads only its own dump.
+        checks = ThreadPoolExecutor(max_workers=config.timing_rounds * config.kept_samples,
+                                    thread_name_prefix="kept-check")
         pending: list = []
         try:
             for number in range(1, config.timing_rounds + 1):
-                with gpu.exclusive(config.gpu_device):  # a round's two runs back to back, the GPU alone
+                with gpu.exclusive(config.gpu_device):  # a round's two sessions back to back, the GPU alone
                     self.gpu_waits.append(gpu.wait_until_idle(config.gpu_idle_wait_s, device=config.gpu_device,
                                                               ignore=server.pids()))
-                    console.info(f"Timing round {number} of {config.timing_rounds} on {scoring.timing_case}")
-                    ref = server.session(self._pace(samples, keep=0))
+                    console.info(f"Timing round {number} of {config.timing_rounds} on {case}")
+                    ref = server.reference_session(self._pace(samples, keep=0, blanks=True))
                     samples = samples or ref.timed
                     perf["samples"] = samples
-                    sub, sub_folder = self.paced(samples, keep=config.kept_samples, stop_when=self._too_slow(ref))
-                if number == config.timing_rounds and server is not self.reference_server:
+                    blank_ms = ref.blank_median_ms()
+                    reference_ms = ref.call_ms(blank_ms)
+                    too_slow = TooSlow(reference_ms=reference_ms, blank_ms=blank_ms,
+                                       limit=1.25 * scoring.zero_marks_ratio)
+                    sub = self.paced(server, self._pace(samples, keep=config.kept_samples, stop_when=too_slow))
+                    dumps = [(server.dump(k.slot, self.tmp), k) for k in sub.kept if not sub.wrong]
+                if number == config.timing_rounds and server is not self.audit_server:
                     self.bench_clocks += server.close()  # the GPU is free for the kept samples' checks
-                pending += [checks.submit(self._check_kept_sample, sub_folder / "dump" / k.dump_name, k)
-                            for k in sub.kept]
-                reference_rounds.append(RoundTimes.of(ref))
-                student_rounds.append(RoundTimes.of(sub))
-                perf["rounds"].append({"reference": asdict(reference_rounds[-1]),
-                                       "submission": asdict(student_rounds[-1]),
-                                       "kept_samples": [k.number for k in sub.kept]})
+                if sub.wrong:
+                    raise _PerformanceZero(
+                        f"In the timed runs on {case}, {sub.wrong}. Code that is fast but wrong earns no performance "
+                        "points: every call must do the whole computation, on the inputs it is given, before it "
+                        "returns.")
+                pending += [checks.submit(self._check_kept_sample, dump, k) for dump, k in dumps]
+                rounds.append(RoundClock(reference_ms=reference_ms, student_ms=sub.call_ms(blank_ms),
+                                         blank_ms=blank_ms, student_reported_ms=sub.reported_median_ms()))
+                perf["rounds"].append({**asdict(rounds[-1]), "kept_samples": [k.number for k in sub.kept]})
                 if sub.stopped_early:
-                    perf["ratio"] = rough_ratio(ref, sub)
+                    perf["ratio"] = rounds[-1].student_ms / reference_ms
                     raise _PerformanceZero(f"Your code takes about {perf['ratio']:.3g} times as long as the "
-                                           f"reference on {scoring.timing_case} (on the grader's clock); "
-                                           f"performance points stop at {scoring.zero_marks_ratio:g} times.")
+                                           f"reference on {case} (on the grader's clock); performance points stop "
+                                           f"at {scoring.zero_marks_ratio:g} times.")
             self._wait_for_checks(pending)
         except _PerformanceZero as zero:
-            perf.update(status="zero", message=str(zero))
+            perf.update(status="zero", message=str(zero), flagged=zero.flagged)
             return perf
         finally:
             checks.shutdown(wait=True, cancel_futures=True)
-            if server is not self.reference_server:
+            if server is not self.audit_server:
                 server.close()
-        checked = cross_check(reference_rounds, student_rounds, agreement=config.timing_agreement,
-                              noise_floor=config.timing_noise_floor)
-        perf.update(ratio=checked.ratio, message=checked.message, cross_check=checked.to_json(),
-                    spread={"reference_rounds": checked.reference_agreement,
-                            "noise_ms": checked.noise_ms})
+        scored = score_clock(rounds, server.floor, config.timing_floor_fraction)
+        perf.update(ratio=scored.ratio, message=scored.message, clock=scored.to_json(),
+                    spread={"reference_rounds": scored.reference_agreement, "blank_ms": scored.blank_ms})
+        if scored.below_floor:
+            perf.update(status="zero", flagged=True)
         return perf
 
     def _wait_for_checks(self, pending: list) -> None:
@@ -304,10 +320,12 @@ class GradingSession:
             self.kept_check_s = time.perf_counter() - started
 
     def _check_kept_sample(self, dump: Path, sample) -> None:
-        """One kept timed sample against its own inputs and the hashes reported for it."""
+        """One kept timed sample, as the auditor sealed it, against its own inputs."""
         case = self.spec.scoring.timing_case
-        verdict = self.runner.check(dump, sample.seed, bench_case=case, hash_key=sample.key,
-                                    hashes=sample.hashes).get(case, {})
+        try:
+            verdict = self.runner.check(dump, sample.seed, bench_case=case).get(case, {})
+        finally:
+            shutil.rmtree(dump.parent, ignore_errors=True)
         if verdict.get("status") != "passed":
             raise _PerformanceZero(
                 f"Your program's output in timed sample {sample.number} was wrong ({case}: "
@@ -380,14 +398,14 @@ def _timed(result: dict, session: GradingSession) -> dict:
 
 
 def grade_built(result: dict, config: Config, spec: LabSpec, binary: Path, tmp: Path,
-                device: dict | None = None, reference: ReferenceServer | None = None,
+                device: dict | None = None, audit: AuditServer | None = None,
                 early_timing: bool = False) -> None:
     """Run, check, time and score a built submission, filling `result` as it goes. `device`
-    is probe_device()'s answer when the caller probed the GPU already; `reference`, the
-    reference's program kept for every grade on this GPU (a batch's), when there is one.
+    is probe_device()'s answer when the caller probed the GPU already; `audit`, the auditor
+    and reference program kept for every grade on this GPU (a batch's), when there is one.
     `early_timing` (a grade with the GPU to itself) times the submission while the checker
     judges its run, instead of after: the GPU time is lost when a case fails."""
-    session = GradingSession(config, spec, binary, result["provenance"]["seed"], tmp, reference)
+    session = GradingSession(config, spec, binary, result["provenance"]["seed"], tmp, audit)
     try:
         if device is not None:
             session.device = device
@@ -498,18 +516,18 @@ def begin(config: Config, lab: str, folder: Path, seed: int | None = None,
 
 
 def finish(pending: Pending, attachments_to: Path | None = None, device: dict | None = None,
-           reference: ReferenceServer | None = None, early_timing: bool = False) -> dict:
+           audit: AuditServer | None = None, early_timing: bool = False) -> dict:
     """Run, check, time and score what begin() built (or report why it could not), clean up,
     and return the complete result document. Pictures the feedback links (difference images)
     are copied into `attachments_to` (the folder feedback.md goes to) when it is given;
-    `device` is probe_device()'s answer when the caller probed the GPU already, `reference`
-    the reference's program a batch keeps for every grade on this GPU; `early_timing`, see
+    `device` is probe_device()'s answer when the caller probed the GPU already, `audit` the
+    auditor and reference program a batch keeps for every grade on this GPU; `early_timing`, see
     grade_built."""
     result, config = pending.result, pending.config
     try:
         if pending.error is not None:
             raise pending.error
-        grade_built(result, config, pending.spec, pending.binary, pending.tmp, device, reference, early_timing)
+        grade_built(result, config, pending.spec, pending.binary, pending.tmp, device, audit, early_timing)
     except NoDeviceError as err:
         result["score"] = None  # not a zero: nothing was graded
         _set_status(result, err.status, str(err))

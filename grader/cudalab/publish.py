@@ -81,7 +81,7 @@ _CRASHED = ("crashed", "cuda_error", "unexpected_exit", "usage", "internal", "no
 FLAG_WORDS = {
     "sanitizer": "compute-sanitizer errors",
     "forbidden": "forbidden library",
-    "timing": "timing disagreement",
+    "timing": "timing rules broken",
     "isolation": "graded without the sandbox",
     "gpu_shared": "GPU shared while timing",
     "changed": "hand-in changed since it was graded",
@@ -182,7 +182,7 @@ _NUMBER = (int, float)
 _RESULT_PARTS = {"status": str, "message": str, "lab_title": str, "submission": dict, "score": (dict, _NONE),
                  "build": dict, "cases": list, "performance": (dict, _NONE), "run": (dict, _NONE),
                  "warnings": list, "provenance": dict}
-_INNER_PARTS = (("performance", "cross_check", (dict, _NONE)), ("performance", "ratio", (*_NUMBER, _NONE)),
+_INNER_PARTS = (("performance", "clock", (dict, _NONE)), ("performance", "flagged", (bool, _NONE)), ("performance", "ratio", (*_NUMBER, _NONE)),
                 ("performance", "points", (*_NUMBER, _NONE)), ("performance", "max_points", (*_NUMBER, _NONE)),
                 ("provenance", "isolation", (dict, _NONE)), ("provenance", "gpu_sharing", (list, _NONE)),
                 ("build", "feedback", list))
@@ -281,10 +281,9 @@ def flags_of(entry: Entry) -> list[tuple[str, str]]:
         feedback = (result.get("build") or {}).get("feedback") or []
         found["forbidden"] = _one_line(" ".join([str(result.get("message") or "")]
                                                 + [str(line) for line in feedback[:2]]))
-    check = (result.get("performance") or {}).get("cross_check")
-    if isinstance(check, dict) and check.get("flagged"):
-        found["timing"] = _one_line(check.get("message") or (result.get("performance") or {}).get("message")
-                                    or "the program's own timing and the grader's clock disagree")
+    perf = result.get("performance") or {}
+    if perf.get("flagged") is True:
+        found["timing"] = _one_line(perf.get("message") or "the timed runs broke the rules of the grader's timing")
     isolation = _isolation_problem(result) if result.get("status") not in (None, "not_isolated") else ""
     if isolation:
         found["isolation"] = _one_line(isolation)
@@ -396,7 +395,7 @@ def gradescope_results(entry: Entry, result: dict) -> dict:
     perf = result.get("performance")
     if isinstance(perf, dict) and perf.get("status") != "none":
         ratio = ratio_of(result)
-        check = perf.get("cross_check") or {}
+        check = perf.get("clock") or {}
         if ratio is not None:
             said = (f"On {perf.get('timing_case')} your code took {report.ms_text(check.get('student_ms'))} "
                     f"per run against the reference's {report.ms_text(check.get('reference_ms'))}: "
@@ -631,12 +630,13 @@ def summary_page(lab: str, lab_title: str, entries: list[Entry], batch_info: dic
                if all(c.get("status") == "passed" for c in e.result.get("cases") or [])]
     correct.sort(key=lambda item: (item[0], item[1].student))
     for rank, (ratio, entry) in enumerate(correct[:_FASTEST], 1):
-        check = (entry.result.get("performance") or {}).get("cross_check") or {}
+        perf = entry.result.get("performance") or {}
+        check = perf.get("clock") or {}
         fastest.append({"rank": rank, "student": entry.student, "link": _link(entry), "ratio": f"{ratio:.3g}",
                         "student_ms": report.ms_text(check.get("student_ms")),
                         "reference_ms": report.ms_text(check.get("reference_ms")),
                         "total": report.points_text(entry.score.get("total")),
-                        "flagged": bool(check.get("flagged"))})
+                        "flagged": perf.get("flagged") is True})
     flagged = [{"student": e.student, "link": _link(e),
                 "flags": [{"kind": kind, "word": FLAG_WORDS[kind], "detail": detail} for kind, detail in flags]}
                for e in entries for flags in [flags_of(e)] if flags]

@@ -106,11 +106,19 @@ def kept_bench_samples(run_json: dict | None) -> list[tuple[str, int]]:
     return kept
 
 
-def paced_argv(case: str, control_in: int, control_out: int) -> list[object]:
-    """A lab program's arguments for a paced run of bench case `case` (timing.py's protocol
-    over the two descriptors; the kept samples' outputs go to RUN/dump)."""
-    return ["--paced", "--bench-case", case, "--dump", f"{RUN}/dump", "--json", f"{RUN}/run.json",
-            "--control-in", control_in, "--control-out", control_out]
+def paced_argv(case: str, control_in: int, control_out: int, arena_fd: int, arena_bytes: int) -> list[object]:
+    """A lab program's arguments for being timed on bench case `case` (timing.py's protocol:
+    'go N' on control_in, 'done N MS' on control_out, the case laid out in the auditor's
+    shared arena)."""
+    return ["--paced", "--bench-case", case, "--json", f"{RUN}/run.json", "--control-in", control_in,
+            "--control-out", control_out, "--arena", arena_fd, "--arena-bytes", arena_bytes]
+
+
+def audit_argv(case: str, control: int, slots: int) -> list[object]:
+    """The auditor's arguments (labkit/audit.hpp): its control socket, the sealed samples it
+    can keep, and its dump folder for them."""
+    return ["--audit", "--bench-case", case, "--control", control, "--slots", slots, "--dump", f"{RUN}/dump",
+            "--json", f"{RUN}/run.json"]
 
 
 class Runner:
@@ -183,15 +191,17 @@ class Runner:
             env: dict[str, str] | None = None, pass_fds: Sequence[int] = (),
             during: Callable[[], bool] | None = None, wrapper: Sequence[str] = (),
             wrapper_toolchain: Sequence[Path] = (), official: bool = False,
-            started: Callable[[int], None] | None = None, hold_gpu: bool = True) -> tuple[ProcessResult, Path]:
+            started: Callable[[int], None] | None = None, hold_gpu: bool = True,
+            folder: Path | None = None) -> tuple[ProcessResult, Path]:
         """Run `binary` with `args` (inside paths: RUN/...) in a folder of its own, under
         `wrapper` when given (a tool such as compute-sanitizer, whose folders outside /usr are
         `wrapper_toolchain`); return the result and that folder (on the host). `official`
         (a ladder rung, checked against the manifest) may load the libraries the lab forbids
         submissions: its library baseline (cuBLAS) is loaded at run time. `started` is told
         the program's host pid; `hold_gpu=False` runs it without holding the GPU for its whole
-        life (the kept reference: its owner holds the GPU for each of its sessions)."""
-        folder = fresh_dir(self.scratch, "run")
+        life (the auditor and the kept reference: their owner holds the GPU for each of their
+        sessions); `folder` is the run's folder when the caller made it (fresh_dir) already."""
+        folder = folder or fresh_dir(self.scratch, "run")
         inside = f"{BIN}/{binary.name}"
         with self._on_gpu(gpu and hold_gpu):
             result = self.sandbox.run([*map(str, wrapper), inside, *map(str, args)],
@@ -216,7 +226,6 @@ class Runner:
         return result, folder
 
     def check(self, dump: Path, seed: int, *, cases: Sequence[str] = (), bench_case: str | None = None,
-              hash_key: str | None = None, hashes: dict[str, str] | None = None,
               images: Path | None = None) -> dict[str, dict]:
         """The trusted checker's verdict on a dump, per case name. It runs in the sandbox (the
         dump is untrusted input); its verdict goes to a folder made now, with an
@@ -233,10 +242,6 @@ class Runner:
             argv += ["--case", case]
         if bench_case:
             argv += ["--bench-case", bench_case]
-        if hash_key is not None:
-            argv += ["--hash-key", hash_key]
-            for output, value in (hashes or {}).items():
-                argv += ["--expect-hash", f"{output}={value}"]
         folder = fresh_dir(self.scratch, "verdict")
         if not dump.is_dir():
             dump = fresh_dir(self.scratch, "empty-dump")  # nothing dumped: every case is missing

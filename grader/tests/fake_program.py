@@ -4,11 +4,11 @@ grade flow can be tested on a machine without a GPU.
 
 conftest.write_fake copies this file into an executable for /usr/bin/python3 (the sandbox
 shows /usr and nothing of the repository), after a line `BEHAVIOUR = {...}`. An output
-"dump" holds the text "<seed>:<case>"; the fake checker expects exactly that, and the
-"hash" of a dump under a key is the first 32 hex digits of sha256(key + text).
+"dump" holds the text "<seed>:<case>"; the fake checker expects exactly that. As the
+auditor (--audit) it shares a memfd with the programs it times: it writes "<seed>:<case>"
+as a sample's input and expects the program to write it back as the output.
 """
 import argparse
-import hashlib
 import json
 import os
 import signal
@@ -25,10 +25,6 @@ def expected(seed, case):
     return f"{seed}:{case}\n"
 
 
-def fake_hash(key, text):
-    return hashlib.sha256((key + text).encode()).hexdigest()[:32]
-
-
 def dump_path(folder, case):
     return Path(folder) / f"{case}.c.bin"
 
@@ -38,42 +34,170 @@ def write_json(path, body):
         Path(path).write_text(json.dumps(body))
 
 
+# The fake's shared arena: the auditor writes "<seed>:<case>" at INPUT, the program writes its
+# output at OUTPUT; LAYOUT is how much of the arena the case takes.
+INPUT, OUTPUT, REGION, LAYOUT, ARENA = 0, 256, 256, 512, 4096
+
+
+def _line(fd, buffer, timeout_s=None):
+    """The next line on `fd` (buffer: a one-item list carrying what was read past it), or
+    None at the end of input; TimeoutError past timeout_s."""
+    import select
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while b"\n" not in buffer[0]:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if not select.select([fd], [], [], left)[0]:
+            raise TimeoutError
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return None
+        buffer[0] += chunk
+    line, buffer[0] = buffer[0].split(b"\n", 1)
+    return line.decode("ascii", "replace")
+
+
+def _say(fd, line):
+    try:
+        os.write(fd, (line + "\n").encode())
+        return True
+    except OSError:
+        return False
+
+
 def paced(a, run):
-    """The grader's protocol on --control-in/--control-out (one bench case)."""
+    """The program's side of the grader's timing: 'go N' in, 'done N MS' out; its inputs and
+    outputs in the auditor's arena."""
     case = a.bench_case[0]
-    control_in = os.fdopen(a.control_in, "r")
-    control_out = os.fdopen(a.control_out, "w")
-
-    def say(line):
-        control_out.write(line + "\n")
-        control_out.flush()
-
-    say(f"ready {case} c")
-    timed = []
+    buffer = [b""]
+    _say(a.control_out, B.get("ready", f"ready {case} {B.get('layout', LAYOUT)}"))
+    timed, gos, seen = [], 0, []
     while True:
-        line = control_in.readline().split()
-        if line == ["end"]:
+        line = _line(a.control_in, buffer)
+        seen.append(line)
+        if line is None or line == "end":
             break
-        number, seed, key, kind = line[1], int(line[2]), line[3], line[4]
-        if B.get("paced_crash_at") == int(number):  # dies in the middle of a paced run
+        words = line.split()
+        number, blank = int(words[1]), len(words) == 3
+        gos += 1
+        if B.get("paced_crash_at") == gos:  # dies in the middle of its timed runs
             os.kill(os.getpid(), signal.SIGSEGV)
-        # The harness's own work stands at 0.3 ms; a blank sample skips the code under test.
-        time.sleep((0.3 + (0 if kind == "blank" else B.get("sample_ms", 1.0))) / 1000.0)
-        text = "poison\n" if B.get("bench_wrong") else expected(seed, case)
-        if kind == "timed":
+        if not blank:
+            time.sleep(B.get("sample_ms", 1.0) / 1000.0)
+            given = os.pread(a.arena, REGION, INPUT).split(b"\n", 1)[0].decode()
+            skip = B.get("skip_after") is not None and len(timed) >= B["skip_after"]
+            if not skip:
+                text = "poison" if B.get("bench_wrong") else given
+                os.pwrite(a.arena, (text + "\n").encode().ljust(REGION, b"\0"), OUTPUT)
+            if B.get("change_inputs"):
+                os.pwrite(a.arena, b"0:changed\n", INPUT)
             timed.append(B.get("report_ms", B.get("sample_ms", 1.0)))
         if B.get("bad_reply"):  # a program that does not follow the protocol
-            say(B["bad_reply"])
+            _say(a.control_out, B["bad_reply"])
             continue
-        say(f"done {number} {B.get('report_ms', B.get('sample_ms', 1.0))} {fake_hash(key, text)}")
-        if control_in.readline().strip() == "keep":
-            folder = Path(a.dump) / f"sample-{number}"
-            folder.mkdir(parents=True, exist_ok=True)
-            dump_path(folder, case).write_text("forged\n" if B.get("dump_other_than_reported") else text)
-            say(f"kept {number}")
+        _say(a.control_out, f"done {number} {B.get('report_ms', B.get('sample_ms', 1.0))}")
+        if B.get("speak_unasked_at") == gos:  # a line nobody asked for, after its answer
+            _say(a.control_out, "done 0 0.1")
+    run["seen"] = seen  # every line the grader's side sent it, for the tests of what a program can tell
     run["bench"] = [{"name": case, "status": "unchecked", "paced": True, "samples_ms": timed,
                      "median_ms": sorted(timed)[len(timed) // 2] if timed else None,
                      "sm_clock_mhz_before": 1980.0, "sm_clock_mhz_after": 1970.0}]
+
+
+def audit(a, run):
+    """The auditor's side (labkit/audit.hpp), with a memfd for the shared arena: it prepares,
+    seals and verifies every sample, keeps the ones it is told to, and dumps them."""
+    import re
+    import socket
+    case = a.bench_case[0]
+    grader = socket.socket(fileno=a.control)
+    arena = os.memfd_create("arena")
+    os.ftruncate(arena, ARENA)
+    socket.send_fds(grader, [f"ready {case} {LAYOUT} {ARENA} {B.get('floor_ms', 0.01)} 3000 60\n".encode()], [arena])
+    slots = [b""] * (a.slots + 1)
+    program, buffer, received, timeout_s = None, [b""], [], 30.0
+    pending = b""
+
+    def next_command():
+        nonlocal pending
+        while b"\n" not in pending:
+            data, fds, _, _ = socket.recv_fds(grader, 4096, 4)
+            if not data:
+                return None
+            pending += data
+            received.extend(fds)
+        line, pending = pending.split(b"\n", 1)
+        return line.decode()
+
+    while True:
+        command = next_command()
+        if command is None or command == "end":
+            break
+        words = command.split()
+        if words[0] == "attach":
+            program, buffer, timeout_s = (received[0], received[1]), [b""], int(words[1]) / 1000.0
+            received.clear()
+            grader.sendall(b"attached\n")
+        elif words[0] == "detach":
+            if program:
+                os.close(program[0])
+                os.close(program[1])
+            program = None
+            grader.sendall(b"detached\n")
+        elif words[0] == "dump":
+            folder = Path(a.dump) / words[1]
+            folder.mkdir(parents=True, exist_ok=True)
+            dump_path(folder, case).write_bytes(slots[int(words[2])].rstrip(b"\0"))
+            grader.sendall(f"dumped {words[1]}\n".encode())
+        elif words[0] == "sample":
+            n, seed, kind, slot = words[1], int(words[2]), words[3], int(words[4])
+
+            def answer(line):
+                grader.sendall((line + "\n").encode())
+            import select
+            readable = bool(select.select([program[1]], [], [], 0)[0])
+            if readable or buffer[0]:
+                said = buffer[0] + (os.read(program[1], 80) if readable else b"")
+                answer(f"breach {n} wrote '{said.decode(errors='replace').strip()}' before it was asked for anything"
+                       if said else f"closed {n}")
+                program = None
+                continue
+            os.pwrite(arena, expected(seed, case).encode().ljust(REGION, b"\0"), INPUT)
+            os.pwrite(arena, b"\xff" * REGION, OUTPUT)
+            time.sleep(B.get("protocol_ms", 0.3) / 1000.0)
+            if not _say(program[0], f"go {n} blank" if kind == "blank" else f"go {n}"):
+                answer(f"closed {n}")
+                program = None
+                continue
+            try:
+                got = _line(program[1], buffer, timeout_s)
+            except TimeoutError:
+                answer(f"breach {n} gave no answer to 'go {n}' within {timeout_s:g} s")
+                program = None
+                continue
+            if got is None:
+                answer(f"closed {n}")
+                program = None
+                continue
+            done = re.fullmatch(r"done (\d+) (\d+(?:\.\d+)?)", got)
+            if not done or done.group(1) != n:
+                answer(f"breach {n} answered 'go {n}' with '{got[:80]}' instead of 'done {n} MS'")
+                program = None
+                continue
+            slots[slot] = os.pread(arena, REGION, OUTPUT)
+            answer(f"sealed {n} {done.group(2)}")
+            if kind == "blank":
+                answer(f"verified {n}")
+                continue
+            given = os.pread(arena, REGION, INPUT).rstrip(b"\0").decode(errors="replace")
+            sealed = slots[slot].rstrip(b"\0").decode(errors="replace")
+            if given != expected(seed, case):
+                answer(f"differs {n} its input in was changed: 1 of 1 elements differ from what the grader wrote")
+            elif sealed != expected(seed, case):
+                answer(f"differs {n} c[0] is {ascii(sealed.strip()[:20])} where the course's reference computes "
+                       f"{expected(seed, case).strip()!r} from the same inputs")
+            else:
+                answer(f"verified {n}")
+    run["bench"] = [{"name": case, "floor_ms": B.get("floor_ms", 0.01)}]
 
 
 def implementation(argv):
@@ -84,6 +208,11 @@ def implementation(argv):
     p.add_argument("--paced", action="store_true")
     p.add_argument("--control-in", type=int)
     p.add_argument("--control-out", type=int)
+    p.add_argument("--audit", action="store_true")
+    p.add_argument("--control", type=int)
+    p.add_argument("--slots", type=int, default=2)
+    p.add_argument("--arena", type=int)
+    p.add_argument("--arena-bytes", type=int)
     p.add_argument("--samples", type=int, default=10)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--seed", type=int, default=1)
@@ -94,7 +223,7 @@ def implementation(argv):
     p.add_argument("--list-cases", action="store_true")
     a = p.parse_args(argv)
     run = {"schema": "cudalab.run/1", "lab": "toy", "implementation": B.get("name", "fake"),
-           "seed": a.seed, "mode": "paced" if a.paced else "bench" if a.bench else "check", "status": "unchecked",
+           "seed": a.seed, "mode": "audit" if a.audit else "paced" if a.paced else "bench" if a.bench else "check", "status": "unchecked",
            "device": {"name": B.get("gpu_name", "Fake GPU"), "compute_capability": "9.0", "sm_count": 132,
                       "global_memory_bytes": 85 * 2 ** 30, "driver_version": 13000, "runtime_version": 13000,
                       "sm_clock_mhz": 1980.0},
@@ -114,7 +243,9 @@ def implementation(argv):
         time.sleep(300)
     if a.dump:
         Path(a.dump).mkdir(parents=True, exist_ok=True)
-    if a.paced:
+    if a.audit:
+        audit(a, run)
+    elif a.paced:
         paced(a, run)
     elif a.bench:
         for name in a.bench_case or BENCH:
@@ -150,19 +281,14 @@ def checker(argv):
     p.add_argument("--verdict", required=True)
     p.add_argument("--case", action="append", default=[])
     p.add_argument("--bench-case", action="append", default=[])
-    p.add_argument("--hash-key")
-    p.add_argument("--expect-hash", action="append", default=[])
     a = p.parse_args(argv)
     # As the real checker: without --case, every correctness case is checked, unless bench
     # cases are named. The grader must look only at the cases it wants.
     verdict = {"schema": "cudalab.verdict/1", "lab": "toy", "seed": a.seed, "cases": []}
-    hashes = dict(h.split("=", 1) for h in a.expect_hash)
     for name in (a.case or ([] if a.bench_case else CASES)) + a.bench_case:
         path = dump_path(a.dump, name)
         if not path.is_file():
             status, message = "missing", f"no output file {path.name}"
-        elif a.hash_key and fake_hash(a.hash_key, path.read_text()) != hashes.get("c"):
-            status, message = "inconsistent", "the c dumped for this timed sample is not the c the program reported"
         elif path.read_text() != expected(a.seed, name):
             status, message = "failed", ("c[0] is wrong: expected 1.25, got 0 (allowed "
                                          "difference 0); 1 of 1 elements differ")

@@ -1,246 +1,243 @@
-"""Paced timing (cudalab/timing.py): the protocol driver against a peer that follows it or
-breaks it, and the cross-check that decides what a submission is scored on."""
+"""Paced timing (cudalab/timing.py): the grader's side of the auditor's protocol against an
+auditor that follows it or reports a program's breaches, and the rule that scores a grade
+on the grader's clock alone."""
 from __future__ import annotations
 
-import os
 import random
+import socket
 import threading
 import time
 
 import pytest
 
-from cudalab.timing import ChannelClosed, Pace, PacedChannel, ProtocolError, RoundTimes, TooSlow, cross_check, drive
+from cudalab.timing import (AuditorChannel, AuditorError, ChannelClosed, Floor, Pace, ProtocolError, RoundClock,
+                            TooSlow, score_clock)
 
 
-# --- the cross-check ---------------------------------------------------------------------
+# --- the scoring rule -----------------------------------------------------------------------
 
-def rounds(wall: list[float], event: float | None) -> list[RoundTimes]:
-    return [RoundTimes(w, event) for w in wall]
-
-
-# Times per call on the grader's clock (timed less blank samples) around a 1 ms reference.
-REFERENCE = rounds([1.00, 1.01, 1.00], 1.0)
+FLOOR = Floor(floor_ms=0.2, copy_gbps=3000.0, fp32_tflops=60.0)
 
 
-def test_honest_code_is_scored_on_its_own_event_time():
-    student = rounds([2.01, 2.00, 2.02], 2.0)
-    check = cross_check(REFERENCE, student, agreement=0.03, noise_floor=0.01)
-    assert check.student_wall_ms == pytest.approx(2.01)
-    assert not check.flagged and check.message == ""
-    assert check.student_ms == 2.0 and check.ratio == pytest.approx(2.0)
-    assert check.reference_agreement == pytest.approx(0.01)
+def rounds(reference: list[float], student: list[float], reported: float | None = None) -> list[RoundClock]:
+    return [RoundClock(reference_ms=r, student_ms=s, blank_ms=0.4, student_reported_ms=reported)
+            for r, s in zip(reference, student)]
 
 
-def test_a_lie_is_scored_on_the_clock_with_no_allowance_for_noise():
-    student = rounds([5.00, 5.01, 4.99], 0.1)  # reports 0.1 ms, takes 5 ms
-    check = cross_check(REFERENCE, student, agreement=0.03, noise_floor=0.01)
-    assert check.flagged
-    assert check.student_ms == check.student_wall_ms == pytest.approx(5.0)
-    assert check.ratio == pytest.approx(5.0)
-    assert "grader's clock" in check.message
+def test_only_the_graders_clock_is_scored_whatever_the_program_says():
+    honest = score_clock(rounds([1.0, 1.01, 1.0], [2.0, 2.02, 2.01], reported=2.0), FLOOR, 0.8)
+    boasting = score_clock(rounds([1.0, 1.01, 1.0], [2.0, 2.02, 2.01], reported=0.01), FLOOR, 0.8)
+    modest = score_clock(rounds([1.0, 1.01, 1.0], [2.0, 2.02, 2.01], reported=9.0), FLOOR, 0.8)
+    for scored in (honest, boasting, modest):
+        assert scored.student_ms == pytest.approx(2.01) and scored.ratio == pytest.approx(2.01)
+        assert not scored.below_floor
+    assert boasting.student_reported_ms == 0.01
+    assert "events said 0.01 ms per call; the grade uses the grader's clock: 2.01 ms" in boasting.message
 
 
-def test_a_small_gap_within_agreement_and_noise_is_not_a_lie():
-    student = rounds([1.03, 1.02, 1.03], 1.0)  # 2-3 % above its event time
-    check = cross_check(REFERENCE, student, agreement=0.03, noise_floor=0.01)
-    assert not check.flagged and check.student_ms == 1.0
+def test_the_students_own_spread_never_widens_anything_in_its_favour():
+    # A student whose rounds scatter is scored on their median, like anyone else: no noise
+    # allowance exists that its spread could stretch.
+    steady = score_clock(rounds([1.0, 1.0, 1.0], [1.5, 1.5, 1.5]), FLOOR, 0.8)
+    scattered = score_clock(rounds([1.0, 1.0, 1.0], [0.3, 1.5, 5.0]), FLOOR, 0.8)
+    assert steady.ratio == scattered.ratio == pytest.approx(1.5)
+    assert scattered.student_rounds_ms == [0.3, 1.5, 5.0]
 
 
-def test_reporting_more_than_the_clock_shows_is_scored_on_the_larger_figure():
-    student = rounds([1.00, 1.00, 1.00], 3.0)
-    check = cross_check(REFERENCE, student, agreement=0.03, noise_floor=0.01)
-    assert check.flagged and check.student_ms == 3.0
-    assert "your own, larger figure" in check.message
+def test_the_reference_agreement_is_reported():
+    scored = score_clock(rounds([1.00, 1.10, 1.01], [2.0, 2.0, 2.0]), FLOOR, 0.8)
+    assert scored.reference_ms == pytest.approx(1.01)
+    assert scored.reference_agreement == pytest.approx(0.10 / 1.01)
+    assert scored.blank_ms == 0.4
 
 
-def test_no_event_time_is_scored_on_the_clock():
-    check = cross_check(REFERENCE, rounds([3.0, 3.0, 3.0], None), agreement=0.03, noise_floor=0.01)
-    assert check.flagged and check.student_ms == pytest.approx(3.0)
-    assert "no usable event times" in check.message
+def test_a_time_below_the_physical_floor_is_a_violation_with_a_sentence():
+    below = score_clock(rounds([1.0, 1.0, 1.0], [0.1, 0.12, 0.11]), FLOOR, 0.8)
+    assert below.below_floor and below.floor_ms == 0.2
+    assert "below what this GPU can do at all" in below.message and "3000 GB/s" in below.message
+    # Just above 80 % of the floor is no violation: honest code can beat the copy roof a little.
+    near = score_clock(rounds([1.0, 1.0, 1.0], [0.17, 0.17, 0.17]), FLOOR, 0.8)
+    assert not near.below_floor
+    # A negative time per call (timed samples faster than the blank ones) is below any floor.
+    assert score_clock(rounds([1.0], [-0.05]), FLOOR, 0.8).below_floor
 
 
-def test_noisy_rounds_widen_the_noise_and_the_agreement_is_reported():
-    reference = rounds([1.00, 1.10, 1.01], 1.0)
-    check = cross_check(reference, rounds([2.0, 2.0, 2.0], 2.0), agreement=0.03, noise_floor=0.01)
-    assert check.noise_ms == pytest.approx(0.10)
-    assert check.reference_agreement == pytest.approx(0.10)
-    assert len(check.reference_round_estimates_ms) == 3
-
-
-def test_a_reference_without_event_time_is_an_error():
+def test_a_reference_that_takes_no_time_is_an_error():
     with pytest.raises(ValueError):
-        cross_check(rounds([1.0], None), rounds([1.0], 1.0), agreement=0.03, noise_floor=0.01)
+        score_clock(rounds([0.0], [1.0]), FLOOR, 0.8)
+    with pytest.raises(ValueError):
+        score_clock([], FLOOR, 0.8)
 
 
-# --- the protocol driver -----------------------------------------------------------------
+def test_the_early_stop_rule_uses_the_references_blank_samples():
+    from cudalab.timing import PacedRun
+    run = PacedRun(wall_ms=[2.4] * 25)
+    assert TooSlow(reference_ms=0.5, blank_ms=0.4, limit=3.0)(run)          # (2.4 - 0.4) / 0.5 = 4
+    assert not TooSlow(reference_ms=0.5, blank_ms=1.0, limit=3.0)(run)      # (2.4 - 1.0) / 0.5 = 2.8
+    assert not TooSlow(reference_ms=0.5, blank_ms=0.4, limit=3.0)(PacedRun(wall_ms=[2.4] * 5))  # too early
 
-class Peer:
-    """A stand-in for the harness's end of the control channel, on a thread."""
+
+# --- the grader's side of the auditor's protocol ----------------------------------------------
+
+class FakeAuditor:
+    """The auditor's end of the control socket, on a thread: `answer(words, say)` handles one
+    'sample' line; every line the grader sent is kept in `seen`."""
 
     def __init__(self, answer):
-        self.to_peer_r, self.to_peer_w = os.pipe()
-        self.from_peer_r, self.from_peer_w = os.pipe()
-        self.answer = answer  # answer(words, say, read_line) handles one 'sample' message
+        self.ours, self.theirs = socket.socketpair()
+        self.answer = answer
         self.seen: list[str] = []
         self.thread = threading.Thread(target=self._serve, daemon=True)
 
     def _serve(self):
-        reader = os.fdopen(self.to_peer_r, "r")
-        writer = os.fdopen(self.from_peer_w, "w")
+        reader = self.theirs.makefile("r")
 
         def say(line):
-            writer.write(line + "\n")
-            writer.flush()
+            self.theirs.sendall((line + "\n").encode())
         try:
-            say("ready b_1000 c")
-            while True:
-                line = reader.readline().strip()
+            for line in reader:
+                line = line.strip()
                 self.seen.append(line)
-                if line in ("end", ""):
+                if self.answer(line.split(), say) is False:
                     return
-                self.answer(line.split(), say, reader.readline)
-        except (BrokenPipeError, ValueError, OSError):
+        except OSError:
             pass
         finally:
-            writer.close()
+            self.theirs.close()
 
     def __enter__(self):
         self.thread.start()
-        return self
+        return AuditorChannel(self.ours.fileno())
 
     def __exit__(self, *exc):
-        for fd in (self.from_peer_r, self.to_peer_w):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        self.ours.close()
         self.thread.join(timeout=5)
 
 
-def honest(words, say, read_line):
-    time.sleep(0.001)
-    say(f"done {words[1]} 0.5 {'ab' * 16}")
-    if read_line().strip() == "keep":
-        say(f"kept {words[1]}")
+def honest(words, say):
+    """Blank samples cost the protocol's 0.5 ms, timed ones 1.5 ms more."""
+    time.sleep(0.0005 if words[3] == "blank" else 0.002)
+    say(f"sealed {words[1]} 1.5")
+    say(f"verified {words[1]}")
 
 
 def pace(**overrides) -> Pace:
     values = dict(warmup=2, samples=30, target_s=1.0, samples_min=10, samples_max=500, keep=2,
-                  sample_timeout_s=5.0, stop_when=None)
+                  sample_timeout_s=5.0, blanks=False, stop_when=None)
     values.update(overrides)
     return Pace(**values)
 
 
-def honest_with_blanks(words, say, read_line):
-    time.sleep(0.0005 if words[4] == "blank" else 0.002)  # 0.5 ms of harness work, 1.5 ms of code
-    say(f"done {words[1]} 1.5 {'ab' * 16}")
-    if read_line().strip() == "keep":
-        say(f"kept {words[1]}")
+def samples_seen(auditor: FakeAuditor) -> list[list[str]]:
+    return [line.split() for line in auditor.seen if line.startswith("sample")]
 
 
-def test_drive_times_each_sample_and_keeps_secret_draws():
-    with Peer(honest_with_blanks) as peer:
-        run = drive(peer.from_peer_r, peer.to_peer_w, pace(), "b_1000", rng=random.Random(4))
-    assert run.outputs == ["c"] and run.timed == 30 and len(run.blank_ms) == 30 and len(run.reported_ms) == 30
-    assert 1.3 < run.call_ms() < 2.5  # timed less blank: the code's 1.5 ms, give or take the host
-    assert len(run.kept) == 2 and all(k.hashes == {"c": "ab" * 16} for k in run.kept)
-    samples = [line.split() for line in peer.seen if line.startswith("sample")]
-    assert [s[4] for s in samples[:2]] == ["warmup", "warmup"]
-    kinds = [s[4] for s in samples[2:]]
-    assert kinds.count("timed") == kinds.count("blank") == 30
-    assert kinds[:10] != ["timed", "blank"] * 5 and kinds[:10] != ["blank", "timed"] * 5  # drawn, not fixed
-    kept_kinds = {s[1]: s[4] for s in samples}
-    assert all(kept_kinds[str(k.number)] == "timed" for k in run.kept)  # never a warm-up or a blank
-    assert len({s[2] for s in samples}) == len(samples)  # a fresh seed for every sample
-    assert len({s[3] for s in samples}) == len(samples)  # and a fresh key
-    assert peer.seen[-1] == "end"
+def test_a_reference_session_pairs_every_timed_sample_with_a_blank_in_secret_order():
+    auditor = FakeAuditor(honest)
+    with auditor as channel:
+        run = channel.session(pace(blanks=True, keep=0), rng=random.Random(4))
+    assert run.timed == 30 and len(run.blank_ms) == 30 and run.reported_ms == [1.5] * 30
+    assert 1.3 < run.call_ms(run.blank_median_ms()) < 20  # timed less blank: the 1.5 ms, give or take the host
+    kinds = [s[3] for s in samples_seen(auditor)]
+    assert kinds[:2] == ["warmup", "warmup"] and kinds[2:].count("timed") == kinds[2:].count("blank") == 30
+    assert kinds[2:12] != ["timed", "blank"] * 5 and kinds[2:12] != ["blank", "timed"] * 5  # drawn, not fixed
+    seeds = [s[2] for s in samples_seen(auditor)]
+    assert len(set(seeds)) == len(seeds)  # a fresh seed for every sample
 
 
-def test_drive_calibrates_to_the_target_when_the_count_is_open():
-    with Peer(honest) as peer:
-        run = drive(peer.from_peer_r, peer.to_peer_w, pace(samples=None, target_s=0.05, samples_min=10), "b_1000")
-    assert 10 <= run.timed < 60  # about 50 timed samples of just over 1 ms
+def test_a_submissions_session_has_no_blanks_and_keeps_secretly_drawn_timed_samples():
+    auditor = FakeAuditor(honest)
+    with auditor as channel:
+        run = channel.session(pace(keep=3), rng=random.Random(7))
+    samples = samples_seen(auditor)
+    assert {s[3] for s in samples} == {"warmup", "timed"} and not run.blank_ms
+    slots = {int(s[1]): int(s[4]) for s in samples}
+    assert sorted(k.slot for k in run.kept) == [0, 1, 2]
+    assert all(slots[k.number] == k.slot for k in run.kept)
+    assert sum(slot >= 0 for slot in slots.values()) == 3  # every other sample is sealed into the spare slot
+    kinds = {int(s[1]): s[3] for s in samples}
+    assert all(kinds[k.number] == "timed" for k in run.kept)
+    assert all(int(s[2]) == k.seed for s in samples for k in run.kept if int(s[1]) == k.number)
 
 
-def test_drive_stops_early_when_asked():
-    with Peer(honest) as peer:
-        run = drive(peer.from_peer_r, peer.to_peer_w, pace(stop_when=lambda r: r.timed >= 5), "b_1000")
+def test_a_session_calibrates_to_the_target_when_the_count_is_open():
+    with FakeAuditor(honest) as channel:
+        run = channel.session(pace(samples=None, target_s=0.05, samples_min=10, keep=0))
+    assert 10 <= run.timed < 60  # about 25 timed samples of just over 2 ms
+
+
+def test_a_session_stops_early_when_the_rule_says_so():
+    with FakeAuditor(honest) as channel:
+        run = channel.session(pace(keep=0, stop_when=TooSlow(reference_ms=0.01, blank_ms=0.0, limit=3.0, after=5)))
     assert run.stopped_early and run.timed == 5
 
 
-@pytest.mark.parametrize("reply, words", [
-    ("done 7 0.5 " + "ab" * 16, "not 'done 2 MS HASH"),      # the wrong sample number
-    ("done 2 0.5 nothex", "not 'done 2 MS HASH"),           # not a hash
-    ("done 2 fast " + "ab" * 16, "reported the time 'fast'"),
-    ("x" * 5000, "longer than the harness ever writes"),
+def test_a_sample_that_fails_its_verification_ends_the_session_and_says_what_was_wrong():
+    def wrong_at_five(words, say):
+        say(f"sealed {words[1]} 1.5")
+        say(f"differs {words[1]} c[3] is 0 where the course's reference computes 1.5" if int(words[1]) == 5
+            else f"verified {words[1]}")
+    auditor = FakeAuditor(wrong_at_five)
+    with auditor as channel:
+        run = channel.session(pace())
+    assert run.wrong == "sample 5 was wrong: c[3] is 0 where the course's reference computes 1.5"
+    assert len(samples_seen(auditor)) == 6  # nothing after it
+
+
+@pytest.mark.parametrize("answer, error, words", [
+    (lambda n: [f"breach {n} answered 'go {n}' with 'done 7 0.5' instead of 'done {n} MS'"], ProtocolError,
+     "answered 'go 2' with 'done 7 0.5'"),
+    (lambda n: [f"closed {n}"], ChannelClosed, "closed its control channel"),
+    (lambda n: ["sealed 99 1.0"], AuditorError, "the auditor answered sample 2"),
+    (lambda n: [f"sealed {n} 1.0", "verified 99"], AuditorError, "verification"),
+    (lambda n: ["\u00e9t\u00e9"], AuditorError, "not ASCII"),
 ])
-def test_drive_rejects_answers_that_break_the_protocol(reply, words):
-    def broken(w, say, read_line):
-        say(reply if w[1] == "2" else f"done {w[1]} 0.5 {'ab' * 16}")
-        read_line()
-    with Peer(broken) as peer, pytest.raises(ProtocolError, match=words.replace("2", r"\d+")):
-        drive(peer.from_peer_r, peer.to_peer_w, pace(keep=0), "b_1000")
+def test_a_programs_breaches_are_its_own_and_an_auditors_nonsense_is_the_graders(answer, error, words):
+    def at_two(w, say):
+        for line in (answer(w[1]) if w[1] == "2" else [f"sealed {w[1]} 1.0", f"verified {w[1]}"]):
+            say(line)
+    with FakeAuditor(at_two) as channel, pytest.raises(error, match=words):
+        channel.session(pace(keep=0))
 
 
-def test_drive_gives_up_on_a_silent_program():
-    with Peer(lambda w, say, read_line: time.sleep(2)) as peer, pytest.raises(ProtocolError, match="no answer"):
-        drive(peer.from_peer_r, peer.to_peer_w, pace(sample_timeout_s=0.2), "b_1000")
+def test_the_auditor_falling_silent_is_the_graders_problem():
+    with FakeAuditor(lambda w, say: time.sleep(2)) as channel, pytest.raises(AuditorError, match="no answer"):
+        channel.session(pace(sample_timeout_s=-9.8))  # waits 0.2 s (the grader adds 10 s to the program's limit)
 
 
-def test_drive_tells_a_closed_channel_apart():
-    def dies(w, say, read_line):
-        raise BrokenPipeError
-    with Peer(dies) as peer, pytest.raises(ChannelClosed):
-        drive(peer.from_peer_r, peer.to_peer_w, pace(), "b_1000")
-
-
-# --- the pacer: a session in a process of its own ------------------------------------------
+# --- the pacer: a session in a process of its own ---------------------------------------------
 
 def test_a_session_apart_is_a_session_and_the_channel_carries_on():
-    """Two sessions by pacer processes over one channel: the samples are numbered on, kept
-    samples come back, and the program sees exactly the protocol an in-process session speaks."""
-    with Peer(honest_with_blanks) as peer:
-        channel = PacedChannel(peer.from_peer_r, peer.to_peer_w, "b_1000", 5.0)
-        first = channel.session_apart(pace(samples=10, keep=1))
+    auditor = FakeAuditor(honest)
+    with auditor as channel:
+        first = channel.session_apart(pace(samples=10, keep=1, blanks=True))
         second = channel.session_apart(pace(samples=10, keep=0, warmup=0))
-        channel.end()
-    assert first.outputs == second.outputs == ["c"]
-    assert first.timed == second.timed == 10 and len(first.blank_ms) == 10 and 1.3 < first.call_ms() < 2.5
-    assert len(first.kept) == 1 and first.kept[0].hashes == {"c": "ab" * 16} and second.kept == []
-    numbers = [int(line.split()[1]) for line in peer.seen if line.startswith("sample")]
-    assert numbers == list(range(2 + 20 + 20)) and channel.number == 42
-    assert peer.seen[-1] == "end"
+    assert first.timed == second.timed == 10 and len(first.blank_ms) == 10 and not second.blank_ms
+    assert len(first.kept) == 1 and second.kept == []
+    numbers = [int(s[1]) for s in samples_seen(auditor)]
+    assert numbers == list(range(2 + 20 + 10)) and channel.number == 32
 
 
-def test_a_session_apart_applies_the_stop_rule_and_reports_protocol_errors():
-    with Peer(honest_with_blanks) as peer:
-        channel = PacedChannel(peer.from_peer_r, peer.to_peer_w, "b_1000", 5.0)
-        # Each call takes about 1.5 ms against a 0.01 ms reference: far past 3 times.
-        run = channel.session_apart(pace(samples=100, keep=0, stop_when=TooSlow(reference_ms=0.01, limit=3.0, after=5)))
+def test_a_session_apart_applies_the_stop_rule_and_reports_each_kind_of_error():
+    with FakeAuditor(honest) as channel:
+        run = channel.session_apart(pace(samples=100, keep=0, stop_when=TooSlow(reference_ms=0.01, blank_ms=0.0,
+                                                                                 limit=3.0, after=5)))
     assert run.stopped_early and run.timed == 5
-
-    def broken(w, say, read_line):
-        say("done 7 0.5 " + "ab" * 16)
-        read_line()
-    with Peer(broken) as peer, pytest.raises(ProtocolError, match="answered sample 0 with 'done 7"):
-        PacedChannel(peer.from_peer_r, peer.to_peer_w, "b_1000", 5.0).session_apart(pace(keep=0))
-
-    def dies(w, say, read_line):
-        raise BrokenPipeError
-    with Peer(dies) as peer, pytest.raises(ChannelClosed):
-        PacedChannel(peer.from_peer_r, peer.to_peer_w, "b_1000", 5.0).session_apart(pace())
+    for line, error in (("breach 0 gave no answer to 'go 0' within 5 s", ProtocolError),
+                        ("closed 0", ChannelClosed), ("nonsense", AuditorError)):
+        with FakeAuditor(lambda w, say, line=line: say(line)) as channel, pytest.raises(error) as raised:
+            channel.session_apart(pace(keep=0))
+        assert type(raised.value) is error
 
 
-def test_what_the_program_sent_past_a_line_is_not_lost_between_processes():
-    """Bytes read past the 'ready' line go to the pacer with the channel: a program that
-    answers a sample before it is asked is caught as it is in one process."""
-    to_r, to_w = os.pipe()
-    from_r, from_w = os.pipe()
-    os.write(from_w, b"ready b_1000 c\ndone 0 0.5 " + b"ab" * 16 + b"\n")
-    channel = PacedChannel(from_r, to_w, "b_1000", 5.0)
-    assert channel.reader.buffer.startswith(b"done 0")
-    os.write(from_w, b"kept 0\n")  # the answer to the keep the grader never sent: 'done 1' expected next
-    with pytest.raises(ProtocolError, match="answered sample 1 with 'kept 0'"):
-        channel.session_apart(pace(warmup=2, keep=0))
-    for fd in (to_r, to_w, from_r, from_w):
-        os.close(fd)
+def test_what_the_auditor_sent_past_a_line_is_not_lost_between_processes():
+    ours, theirs = socket.socketpair()
+    theirs.sendall(b"attached\nsealed 0 1.0\n")
+    channel = AuditorChannel(ours.fileno())
+    channel.expect("attached", 5.0)
+    assert channel.reader.buffer == b"sealed 0 1.0\n"
+    theirs.sendall(b"verified 0\n")
+    run = channel.session_apart(pace(warmup=1, samples=0, keep=0))
+    assert run.timed == 0 and channel.number == 1 and channel.reader.buffer == b""
+    ours.close()
+    theirs.close()

@@ -1,0 +1,562 @@
+#include "labkit/audit.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <vector>
+
+#include "labkit/binary_io.hpp"
+#include "labkit/case_on_device.hpp"
+#include "labkit/check.hpp"
+#include "labkit/cli.hpp"
+#include "labkit/exit_codes.hpp"
+#include "labkit/line_channel.hpp"
+#include "labkit/memory_fit.hpp"
+#include "labkit/shared_arena.hpp"
+#include "labkit/timing.hpp"
+
+namespace labkit {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kScreenBlocks = 1024;
+constexpr int kScreenThreads = 256;
+
+// --- comparisons ---------------------------------------------------------------------------
+
+struct Counters {
+    unsigned long long count;
+    unsigned long long first;
+};
+
+__device__ void note_differences(Counters* out, unsigned long long count, unsigned long long first) {
+    if (count == 0) return;
+    atomicAdd(&out->count, count);
+    atomicMin(&out->first, first);
+}
+
+// Whole 16-byte vectors first (when both arrays are aligned to them), then element by
+// element for what is left.
+__global__ void count_unequal_kernel(const unsigned char* a, const unsigned char* b, std::size_t bytes,
+                                     unsigned element, std::size_t vectors, Counters* out) {
+    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+    const std::size_t tid = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    unsigned long long count = 0, first = ~0ull;
+    const auto* va = reinterpret_cast<const uint4*>(a);
+    const auto* vb = reinterpret_cast<const uint4*>(b);
+    for (std::size_t v = tid; v < vectors; v += stride) {
+        const uint4 x = va[v], y = vb[v];
+        if (x.x == y.x && x.y == y.y && x.z == y.z && x.w == y.w) continue;
+        for (unsigned e = 0; e < 16; e += element) {
+            bool differ = false;
+            for (unsigned k = 0; k < element; ++k) differ |= a[v * 16 + e + k] != b[v * 16 + e + k];
+            if (differ) {
+                ++count;
+                first = min(first, static_cast<unsigned long long>((v * 16 + e) / element));
+            }
+        }
+    }
+    const std::size_t tail_first = vectors * 16 / element, elements = bytes / element;
+    for (std::size_t i = tail_first + tid; i < elements; i += stride) {
+        bool differ = false;
+        for (unsigned k = 0; k < element; ++k) differ |= a[i * element + k] != b[i * element + k];
+        if (differ) {
+            ++count;
+            first = min(first, static_cast<unsigned long long>(i));
+        }
+    }
+    note_differences(out, count, first);
+}
+
+__device__ double warp_sum(double v) {
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+    return v;
+}
+
+__global__ void screen_floats_kernel(const float* got, const float* reference, std::size_t n, Counters* non_finite,
+                                     double* sums) {
+    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+    unsigned long long count = 0, first = ~0ull;
+    double squared_difference = 0.0, squared_reference = 0.0;
+    for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const float g = got[i], r = reference[i];
+        if (!isfinite(r)) continue;
+        if (!isfinite(g)) {
+            ++count;
+            first = min(first, static_cast<unsigned long long>(i));
+            continue;
+        }
+        const double d = static_cast<double>(g) - static_cast<double>(r);
+        squared_difference += d * d;
+        squared_reference += static_cast<double>(r) * static_cast<double>(r);
+    }
+    note_differences(non_finite, count, first);
+    squared_difference = warp_sum(squared_difference);
+    squared_reference = warp_sum(squared_reference);
+    if ((threadIdx.x & 31) == 0) {
+        atomicAdd(&sums[0], squared_difference);
+        atomicAdd(&sums[1], squared_reference);
+    }
+}
+
+__global__ void first_beyond_kernel(const float* got, const float* reference, std::size_t n, double limit,
+                                    unsigned long long* first) {
+    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+    for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+        if (!(std::fabs(static_cast<double>(got[i]) - static_cast<double>(reference[i])) <= limit)) {
+            atomicMin(first, static_cast<unsigned long long>(i));
+            return;
+        }
+    }
+}
+
+// A small piece of device memory for a comparison's answer, and its copy back.
+template <class T> T run_and_fetch(const T& initial, const std::function<void(T*)>& launch) {
+    DeviceBuffer answer(sizeof(T));
+    LABKIT_CHECK(cudaMemcpy(answer.data(), &initial, sizeof(T), cudaMemcpyHostToDevice));
+    launch(static_cast<T*>(answer.data()));
+    LABKIT_CHECK_LAUNCH();
+    T host{};
+    LABKIT_CHECK(cudaMemcpy(&host, answer.data(), sizeof(T), cudaMemcpyDeviceToHost));
+    return host;
+}
+
+std::string number_text(double value) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.6g", value);
+    return buffer;
+}
+
+std::string element_text(const HostArray& array, std::uint64_t index) {
+    char buffer[64] = "?";
+    const std::byte* at = array.bytes.data() + index * dtype_size(array.dtype);
+    switch (array.dtype) {
+        case DType::f32: { float v; std::memcpy(&v, at, sizeof v); std::snprintf(buffer, sizeof buffer, "%.9g", v); break; }
+        case DType::f64: { double v; std::memcpy(&v, at, sizeof v); std::snprintf(buffer, sizeof buffer, "%.17g", v); break; }
+        case DType::i32: { std::int32_t v; std::memcpy(&v, at, sizeof v); std::snprintf(buffer, sizeof buffer, "%d", v); break; }
+        case DType::u32: { std::uint32_t v; std::memcpy(&v, at, sizeof v); std::snprintf(buffer, sizeof buffer, "%u", v); break; }
+        case DType::i64: { std::int64_t v; std::memcpy(&v, at, sizeof v); std::snprintf(buffer, sizeof buffer, "%lld", static_cast<long long>(v)); break; }
+        case DType::u64: { std::uint64_t v; std::memcpy(&v, at, sizeof v); std::snprintf(buffer, sizeof buffer, "%llu", static_cast<unsigned long long>(v)); break; }
+        case DType::u8: std::snprintf(buffer, sizeof buffer, "%u", static_cast<unsigned>(static_cast<std::uint8_t>(*at))); break;
+    }
+    return buffer;
+}
+
+// One element of a device array, for a message.
+std::string device_element_text(const void* data, DType dtype, std::uint64_t index) {
+    HostArray one;
+    one.dtype = dtype;
+    one.shape = {1};
+    one.bytes.resize(dtype_size(dtype));
+    LABKIT_CHECK(cudaMemcpy(one.bytes.data(), static_cast<const std::byte*>(data) + index * dtype_size(dtype),
+                            one.bytes.size(), cudaMemcpyDeviceToHost));
+    return element_text(one, 0);
+}
+
+}  // namespace
+
+Difference count_unequal(const void* a, const void* b, std::size_t bytes, std::size_t element_bytes) {
+    if (bytes == 0) return {};
+    const bool aligned = reinterpret_cast<std::uintptr_t>(a) % 16 == 0 && reinterpret_cast<std::uintptr_t>(b) % 16 == 0 &&
+                         16 % element_bytes == 0;
+    const std::size_t vectors = aligned ? bytes / 16 : 0;
+    const Counters found = run_and_fetch<Counters>({0, ~0ull}, [&](Counters* out) {
+        count_unequal_kernel<<<kScreenBlocks, kScreenThreads>>>(static_cast<const unsigned char*>(a),
+                                                                 static_cast<const unsigned char*>(b), bytes,
+                                                                 static_cast<unsigned>(element_bytes), vectors, out);
+    });
+    return {found.count, found.first};
+}
+
+FloatScreen screen_floats(const float* got, const float* reference, std::size_t n) {
+    struct Answer {
+        Counters non_finite;
+        double sums[2];
+    };
+    const Answer found = run_and_fetch<Answer>({{0, ~0ull}, {0.0, 0.0}}, [&](Answer* out) {
+        screen_floats_kernel<<<kScreenBlocks, kScreenThreads>>>(got, reference, n, &out->non_finite, out->sums);
+    });
+    FloatScreen screen;
+    screen.non_finite = {found.non_finite.count, found.non_finite.first};
+    screen.rms_difference = n ? std::sqrt(found.sums[0] / static_cast<double>(n)) : 0.0;
+    screen.rms_reference = n ? std::sqrt(found.sums[1] / static_cast<double>(n)) : 0.0;
+    return screen;
+}
+
+std::uint64_t first_beyond(const float* got, const float* reference, std::size_t n, double limit) {
+    return run_and_fetch<unsigned long long>(static_cast<unsigned long long>(n), [&](unsigned long long* out) {
+        first_beyond_kernel<<<kScreenBlocks, kScreenThreads>>>(got, reference, n, limit, out);
+    });
+}
+
+namespace {
+
+// The fastest this GPU could possibly run the case: its byte model at the device-to-device
+// copy bandwidth measured now, or its FLOP model at the FP32 peak of its SMs, whichever
+// takes longer. A time per call below it was not all timed.
+struct PhysicalFloor {
+    double copy_gbps = 0;
+    double fp32_tflops = 0;
+    double floor_ms = 0;
+};
+
+// FP32 lanes per SM by architecture (the CUDA C++ Programming Guide's throughput table):
+// 64 on Volta, Turing and the A100, 128 from the GA10x on. An unknown newer one counts as
+// 128, which keeps the floor low (never a false alarm).
+int fp32_lanes_per_sm(int cc_major, int cc_minor) {
+    if (cc_major < 8 || (cc_major == 8 && cc_minor == 0)) return 64;
+    return 128;
+}
+
+PhysicalFloor measure_floor(const Problem& problem, const CaseSpec& spec, const DeviceInfo& device, Timer& timer) {
+    PhysicalFloor floor;
+    const double bytes = problem.bytes_moved(spec);
+    const std::size_t half = copy_baseline_half_bytes(bytes);
+    {
+        DeviceBuffer src(half), dst(half);
+        LABKIT_CHECK(cudaMemset(src.data(), 0x3C, half));
+        const Timing copy = timer.measure([](int) {}, [&] {
+            LABKIT_CHECK(cudaMemcpyAsync(dst.data(), src.data(), half, cudaMemcpyDeviceToDevice));
+        }, TimingOptions{3, 10});
+        floor.copy_gbps = copy.summary.min > 0 ? 2.0 * static_cast<double>(half) / (copy.summary.min * 1e-3) / 1e9 : 0;
+    }
+    int clock_khz = 0;
+    LABKIT_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device.ordinal));
+    floor.fp32_tflops = 2.0 * device.sm_count * fp32_lanes_per_sm(device.cc_major, device.cc_minor) *
+                        (static_cast<double>(clock_khz) * 1e3) / 1e12;
+    const double flops = problem.flops ? problem.flops(spec) : 0.0;
+    const double bytes_ms = floor.copy_gbps > 0 ? bytes / (floor.copy_gbps * 1e6) : 0.0;
+    const double flops_ms = floor.fp32_tflops > 0 ? flops / (floor.fp32_tflops * 1e9) : 0.0;
+    floor.floor_ms = std::max(bytes_ms, flops_ms);
+    return floor;
+}
+
+bool exact_output(const OutputSpec& spec) {
+    return !spec.computed && spec.tolerance.abs == 0.0 && spec.tolerance.rel == 0.0 && spec.tolerance.ulp <= 0;
+}
+
+// The timed case twice over: in the shared arena (what the program computes on) and on the
+// auditor's own (where the reference recomputes each sample), and the sealed samples.
+class Audit {
+public:
+    Audit(const Problem& problem, const MakeDeviceRun& make_run, const CaseSpec& spec, Timer& timer, int slots)
+        : problem_(problem), spec_(spec), timer_(timer) {
+        {
+            ArenaPlacement counting;
+            CaseOnDevice sizing(problem, make_run, spec);
+            layout_bytes_ = counting.used();
+        }
+        arena_.emplace(SharedArena::create(layout_bytes_));
+        {
+            ArenaPlacement place(arena_->base(), arena_->bytes());
+            shared_ = std::make_unique<CaseOnDevice>(problem, make_run, spec);
+            if (place.used() != layout_bytes_) throw std::logic_error("the case laid out differently the second time");
+        }
+        own_ = std::make_unique<CaseOnDevice>(problem, make_run, spec);
+        for (int s = 0; s <= slots; ++s) {  // the last one takes the samples nobody keeps
+            std::vector<std::unique_ptr<DeviceBuffer>> slot;
+            for (DeviceArray* out : shared_->run().outputs()) slot.push_back(std::make_unique<DeviceBuffer>(out->bytes()));
+            slots_.push_back(std::move(slot));
+        }
+    }
+
+    std::size_t layout_bytes() const { return layout_bytes_; }
+    const SharedArena& arena() const { return *arena_; }
+    int slots() const { return static_cast<int>(slots_.size()) - 1; }
+
+    // Fresh inputs from `seed`, poisoned outputs, a cold L2; finished on the device.
+    void prepare(std::uint64_t seed) {
+        shared_->fill_inputs(seed);
+        shared_->poison_outputs();
+        timer_.make_l2_cold();
+        LABKIT_CHECK(cudaDeviceSynchronize());
+    }
+
+    // The outputs copied into `slot` (-1: the slot nobody keeps); finished on the device.
+    void seal(int slot) {
+        auto& into = slots_.at(slot < 0 ? slots_.size() - 1 : static_cast<std::size_t>(slot));
+        const auto outputs = shared_->run().outputs();
+        for (std::size_t i = 0; i < outputs.size(); ++i)
+            if (outputs[i]->bytes())
+                LABKIT_CHECK(cudaMemcpyAsync(into[i]->data(), outputs[i]->data(), outputs[i]->bytes(),
+                                             cudaMemcpyDeviceToDevice));
+        LABKIT_CHECK(cudaDeviceSynchronize());
+    }
+
+    // What is wrong with the sealed sample in `slot`, made from `seed`, in words; "" when
+    // nothing is.
+    std::string verify(std::uint64_t seed, int slot) {
+        own_->prepare(seed);
+        const auto& shared_inputs = shared_->inputs();
+        const auto& own_inputs = own_->inputs();
+        for (std::size_t i = 0; i < own_inputs.size(); ++i) {
+            const DeviceArray& wrote = *own_inputs[i];
+            const Difference changed =
+                count_unequal(shared_inputs[i]->data(), wrote.data(), wrote.bytes(), dtype_size(wrote.dtype()));
+            if (changed.count)
+                return "its input " + wrote.name() + " was changed: " + std::to_string(changed.count) + " of " +
+                       std::to_string(wrote.size()) + " elements differ from what the grader wrote (the first at [" +
+                       std::to_string(changed.first) + "]); the lab's inputs are read-only";
+        }
+        own_->run().run();
+        LABKIT_CHECK_LAUNCH();
+        LABKIT_CHECK(cudaDeviceSynchronize());
+        const auto& sealed = slots_.at(slot < 0 ? slots_.size() - 1 : static_cast<std::size_t>(slot));
+        const auto reference = own_->run().outputs();
+        for (std::size_t i = 0; i < reference.size(); ++i) {
+            std::string wrong = compare(*reference[i], sealed[i]->data());
+            if (!wrong.empty()) return wrong;
+        }
+        return "";
+    }
+
+    void dump(const fs::path& folder, int slot) {
+        fs::create_directories(folder);
+        const auto& sealed = slots_.at(static_cast<std::size_t>(slot));
+        const auto outputs = shared_->run().outputs();
+        for (std::size_t i = 0; i < outputs.size(); ++i) {
+            HostArray host;
+            host.name = outputs[i]->name();
+            host.dtype = outputs[i]->dtype();
+            host.shape = outputs[i]->shape();
+            host.bytes.resize(outputs[i]->bytes());
+            if (!host.bytes.empty())
+                LABKIT_CHECK(cudaMemcpy(host.bytes.data(), sealed[i]->data(), host.bytes.size(), cudaMemcpyDeviceToHost));
+            write_array(dump_path(folder.string(), spec_, host.name), host);
+        }
+    }
+
+private:
+    std::string compare(const DeviceArray& reference, const void* got) {
+        const OutputSpec& spec = problem_.output(reference.name());
+        const std::string name = reference.name();
+        if (exact_output(spec) || !dtype_is_float(reference.dtype())) {
+            const Difference d = count_unequal(got, reference.data(), reference.bytes(), dtype_size(reference.dtype()));
+            if (d.count == 0) return "";
+            return name + "[" + std::to_string(d.first) + "] is " + device_element_text(got, reference.dtype(), d.first) +
+                   " where the course's reference computes " +
+                   device_element_text(reference.data(), reference.dtype(), d.first) + " from the same inputs (" +
+                   std::to_string(d.count) + " of " + std::to_string(reference.size()) +
+                   " elements differ, and this lab's answer is exact)";
+        }
+        if (reference.dtype() != DType::f32) return "";  // no float64 output is timed; the checker judges kept ones
+        const auto* g = static_cast<const float*>(got);
+        const auto* r = reference.get<float>();
+        const FloatScreen screen = screen_floats(g, r, reference.size());
+        if (screen.non_finite.count)
+            return name + "[" + std::to_string(screen.non_finite.first) + "] is " +
+                   device_element_text(got, DType::f32, screen.non_finite.first) +
+                   ", not a number, where the course's reference computes " +
+                   device_element_text(r, DType::f32, screen.non_finite.first) + " (" +
+                   std::to_string(screen.non_finite.count) + " of " + std::to_string(reference.size()) +
+                   " elements are not finite numbers: outputs left unwritten or computed from garbage)";
+        if (reference.size() >= kScreenMinElements && screen.relative() > kScreenRelativeRms) {
+            const std::uint64_t at = first_beyond(g, r, reference.size(), kScreenRelativeRms * screen.rms_reference);
+            return name + " differs from what the course's reference computes from the same inputs by " +
+                   number_text(100.0 * screen.relative()) + " % of its size (RMS), far beyond float rounding (the " +
+                   "limit is " + number_text(100.0 * kScreenRelativeRms) + " %); for instance " + name + "[" +
+                   std::to_string(at) + "] is " + device_element_text(got, DType::f32, at) + " where the reference has " +
+                   device_element_text(r, DType::f32, at);
+        }
+        return "";
+    }
+
+    const Problem& problem_;
+    const CaseSpec& spec_;
+    Timer& timer_;
+    std::size_t layout_bytes_ = 0;
+    std::optional<SharedArena> arena_;
+    std::unique_ptr<CaseOnDevice> shared_, own_;
+    std::vector<std::vector<std::unique_ptr<DeviceBuffer>>> slots_;
+};
+
+std::vector<std::string> split_words(const std::string& line) {
+    std::istringstream in(line);
+    std::vector<std::string> out;
+    for (std::string w; in >> w;) out.push_back(w);
+    return out;
+}
+
+// A decimal number of milliseconds as the program wrote it: finite, not negative, the whole word.
+std::optional<double> parse_ms(const std::string& text) {
+    if (text.empty() || text.size() > 32) return std::nullopt;
+    char* end = nullptr;
+    const double value = std::strtod(text.c_str(), &end);
+    if (end != text.c_str() + text.size() || !std::isfinite(value) || value < 0) return std::nullopt;
+    return value;
+}
+
+// The sample number the grader sent, as a word.
+std::uint64_t grader_number(const std::string& word, const char* what) { return parse_u64(word, what); }
+
+// The program under test, as the grader attached it: its pipes, read and written here only.
+class Program {
+public:
+    Program(int to_program, int from_program) : channel_(from_program, to_program) {}
+    Program(const Program&) = delete;
+    Program& operator=(const Program&) = delete;
+    ~Program() {
+        ::close(channel_.in());
+        ::close(channel_.out());
+    }
+    LineChannel& channel() { return channel_; }
+
+private:
+    LineChannel channel_;
+};
+
+// How long the auditor spins before it sleeps on the program's answer: a spinning reader
+// sees the answer at once, which keeps the sample's end on the grader's clock sharp.
+constexpr int kAnswerSpinUs = 20000;
+
+}  // namespace
+
+int run_auditor(const Problem& problem, const MakeDeviceRun& make_run, const CaseSpec& spec, const DeviceInfo& device,
+                const AuditOptions& options, Json& json) {
+    std::signal(SIGPIPE, SIG_IGN);  // a program that has gone is a 'closed' answer, not the auditor's death
+    LineChannel grader(options.control, options.control);
+    Timer timer(device);
+    const PhysicalFloor floor = measure_floor(problem, spec, device, timer);  // before the case's memory is taken
+    Audit audit(problem, make_run, spec, timer, options.slots);
+    {
+        const int fd = audit.arena().export_fd();
+        send_line_with_fds(options.control,
+                           "ready " + spec.name + " " + std::to_string(audit.layout_bytes()) + " " +
+                               std::to_string(audit.arena().bytes()) + " " + number_text(floor.floor_ms) + " " +
+                               number_text(floor.copy_gbps) + " " + number_text(floor.fp32_tflops),
+                           {fd});
+        ::close(fd);
+    }
+    Json row{{"name", spec.name}, {"params", params_json(spec)}, {"bytes_moved", problem.bytes_moved(spec)},
+             {"copy_gbps", floor.copy_gbps}, {"fp32_tflops", floor.fp32_tflops}, {"floor_ms", floor.floor_ms},
+             {"arena_bytes", audit.arena().bytes()}, {"slots", audit.slots()}};
+    std::uint64_t samples = 0, verified = 0, differed = 0, breaches = 0;
+    std::unique_ptr<Program> program;
+    int answer_timeout_ms = 0;
+    auto say = [&](const std::string& line) {
+        if (!grader.write_line(line)) throw UsageError("the grader went away");
+    };
+    for (;;) {
+        std::vector<int> fds;
+        const LineChannel::Read got = grader.read_line_with_fds(-1, fds);
+        if (got.status == LineChannel::Status::closed) break;  // the grader ended: nothing more to do
+        if (got.status != LineChannel::Status::line) throw UsageError("an unreadable control line from the grader");
+        const auto w = split_words(got.line);
+        const std::string verb = w.empty() ? "" : w[0];
+        if (verb == "attach" && w.size() == 2 && fds.size() == 2) {
+            program.reset();
+            answer_timeout_ms = static_cast<int>(grader_number(w[1], "attach's timeout"));
+            program = std::make_unique<Program>(fds[0], fds[1]);
+            say("attached");
+            continue;
+        }
+        for (const int fd : fds) ::close(fd);
+        if (verb == "detach" && w.size() == 1) {
+            program.reset();
+            say("detached");
+        } else if (verb == "sample" && w.size() == 5) {
+            const std::string& n = w[1];
+            const std::uint64_t seed = grader_number(w[2], "sample seed");
+            const std::string& kind = w[3];
+            const int slot = std::stoi(w[4]);
+            if (kind != "timed" && kind != "warmup" && kind != "blank")
+                throw UsageError("unknown sample kind '" + quote_for_message(kind) + "'");
+            if (slot < -1 || slot >= audit.slots()) throw UsageError("no slot " + w[4]);
+            if (!program) throw UsageError("'sample' with no program attached");
+            ++samples;
+            LineChannel& to = program->channel();
+            auto breach = [&](const std::string& what) {
+                ++breaches;
+                program.reset();
+                say("breach " + n + " " + what);
+            };
+            auto closed = [&] {
+                program.reset();
+                say("closed " + n);
+            };
+            if (to.has_unasked_input()) {
+                const std::string said = to.drain_for_message();
+                if (said.empty()) closed();
+                else breach("wrote '" + said + "' before it was asked for anything");
+                continue;
+            }
+            audit.prepare(seed);
+            if (!to.write_line(kind == "blank" ? "go " + n + " blank" : "go " + n)) {
+                closed();
+                continue;
+            }
+            const LineChannel::Read answer = to.read_line(answer_timeout_ms, kAnswerSpinUs);
+            if (answer.status == LineChannel::Status::closed) {
+                closed();
+                continue;
+            }
+            if (answer.status == LineChannel::Status::timed_out) {
+                breach("gave no answer to 'go " + n + "' within " + number_text(answer_timeout_ms / 1000.0) + " s");
+                continue;
+            }
+            if (answer.status != LineChannel::Status::line) {
+                breach("answered 'go " + n + "' with " +
+                       (answer.status == LineChannel::Status::too_long ? std::string("a line longer than any answer")
+                                                                       : "'" + quote_for_message(answer.line) + "'") +
+                       " instead of 'done " + n + " MS'");
+                continue;
+            }
+            const auto a = split_words(answer.line);
+            const auto ms = a.size() == 3 ? parse_ms(a[2]) : std::nullopt;
+            if (a.size() != 3 || a[0] != "done" || a[1] != n || !ms || answer.line != "done " + a[1] + " " + a[2]) {
+                breach("answered 'go " + n + "' with '" + quote_for_message(answer.line) + "' instead of 'done " + n +
+                       " MS'");
+                continue;
+            }
+            if (to.has_unasked_input()) {
+                const std::string more = to.drain_for_message();
+                if (!more.empty()) {
+                    breach("wrote '" + more + "' after its answer to 'go " + n + "'");
+                    continue;
+                }
+            }
+            audit.seal(slot);
+            say("sealed " + n + " " + number_text(*ms));
+            if (kind == "blank") {
+                say("verified " + n);
+                continue;
+            }
+            const std::string wrong = audit.verify(seed, slot);
+            if (wrong.empty()) {
+                ++verified;
+                say("verified " + n);
+            } else {
+                ++differed;
+                say("differs " + n + " " + quote_for_message(wrong, LineChannel::kMaxLine - 64));
+            }
+        } else if (verb == "dump" && w.size() == 3) {
+            static const std::regex plain_name("[A-Za-z0-9_-]{1,64}");
+            const int slot = std::stoi(w[2]);
+            if (!std::regex_match(w[1], plain_name) || slot < 0 || slot >= audit.slots())
+                throw UsageError("bad dump request '" + quote_for_message(got.line) + "'");
+            audit.dump(fs::path(options.dump_dir) / w[1], slot);
+            say("dumped " + w[1]);
+        } else if (verb == "end" && w.size() == 1) {
+            break;
+        } else {
+            throw UsageError("unexpected control line from the grader: '" + quote_for_message(got.line) + "'");
+        }
+    }
+    row.update(Json{{"samples", samples}, {"verified", verified}, {"differed", differed}, {"breaches", breaches}});
+    json["bench"] = Json::array({row});
+    json["status"] = "unchecked";
+    return kExitPassed;
+}
+
+}  // namespace labkit

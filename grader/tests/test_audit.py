@@ -1,0 +1,168 @@
+"""The auditor and the reference program kept for every timing round (audit.py): one process
+of each serves every session, what a timed program is told (nothing it could use), the kept
+samples the auditor writes, failures of official code as grader errors, and fresh
+processes after one."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from cudalab import gpu, labs
+from cudalab.audit import AuditServer, ProgramPipes, read_ready
+from cudalab.errors import GraderError
+from cudalab.runner import Runner
+from cudalab.timing import Pace, send_line
+from conftest import seal, write_fake
+
+
+def pace(**overrides) -> Pace:
+    values = dict(warmup=1, samples=None, target_s=0.01, samples_min=5, samples_max=50, keep=0,
+                  sample_timeout_s=5.0, blanks=True, stop_when=None)
+    values.update(overrides)
+    return Pace(**values)
+
+
+def server(toy_config, toy_root, tmp_path, **behaviour) -> AuditServer:
+    if behaviour:
+        write_fake(toy_root / "build" / "ci" / "bin" / "toy_solution", name="toy_solution", **behaviour)
+        seal(toy_root)
+    runner = Runner(toy_config, labs.load_lab(toy_config, "toy"), tmp_path / "scratch")
+    return AuditServer(runner, runner.official("solution"), "b_1000", 5.0, slots=2)
+
+
+def alive(pid: int) -> bool:
+    """A process that has not ended (a zombie left to an init that reaps late has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2:].split()[0] != "Z"
+
+
+def processes(runner: Runner, flag: str) -> list[str]:
+    return [t["what"] for t in runner.times if flag in t["what"]]
+
+
+def timed_program(audit: AuditServer, binary: Path, session: Pace) -> dict:
+    """One session of `binary` as a grade times a submission: a fresh process laid out in the
+    auditor's arena; returns its run JSON (with every line it was sent)."""
+    to_read, to_write = os.pipe()
+    from_read, from_write = os.pipe()
+    arena = audit.arena_descriptor()
+    outcome = {}
+
+    def talk():
+        try:
+            read_ready(from_read, "b_1000", audit.layout_bytes, 5.0)
+            outcome["run"] = audit.session(session, ProgramPipes(to_write, from_read))
+            send_line(to_write, "end")
+            return True
+        finally:
+            os.close(to_write)
+            os.close(from_read)
+    _, folder = audit.runner.run(binary, audit.program_argv(to_read, from_write, arena),
+                                 pass_fds=(to_read, from_write, arena), during=talk)
+    said = json.loads((folder / "run.json").read_text())
+    said["paced_run"] = outcome["run"]
+    return said
+
+
+def test_one_auditor_and_one_reference_serve_every_session_until_closed(toy_config, toy_root, tmp_path):
+    audit = server(toy_config, toy_root, tmp_path)
+    assert audit.pids() == frozenset()
+    first = audit.reference_session(pace())
+    pids = audit.pids()
+    assert pids and all(alive(pid) for pid in pids)
+    second = audit.reference_session(pace(samples=first.timed))
+    third = audit.reference_session(pace(samples=first.timed, warmup=0))
+    assert first.timed >= 5 and second.timed == third.timed == first.timed
+    assert len(first.blank_ms) == first.timed
+    assert audit.pids() == pids  # the same two programs all along
+    assert processes(audit.runner, "--paced") == processes(audit.runner, "--audit") == []  # not ended yet
+    clocks = audit.close()
+    assert clocks == [1980.0, 1970.0]  # the reference's run.json, read once it ended
+    assert processes(audit.runner, "--paced") == ["toy_solution --paced"]
+    assert processes(audit.runner, "--audit") == ["toy_solution --audit"]
+    assert audit.pids() == frozenset() and not [pid for pid in pids if alive(pid)]
+    assert audit.close() == clocks  # closing again does nothing
+    assert not any((tmp_path / "scratch").iterdir())  # their folders are gone
+
+
+def test_a_timed_program_is_told_go_and_nothing_else_whatever_is_kept(toy_config, toy_root, tmp_path):
+    """The program under test learns no seed, no kind of sample and nothing about which of
+    its samples the auditor keeps: every line it gets is 'go N' with N counting up, then 'end'."""
+    audit = server(toy_config, toy_root, tmp_path)
+    audit.reference_session(pace(samples=10))
+    binary = write_fake(tmp_path / "student" / "toy_submission", name="toy_submission", sample_ms=0.5)
+    said = timed_program(audit, binary, pace(samples=40, keep=2, blanks=False))
+    run = said["paced_run"]
+    assert run.timed == 40 and len(run.kept) == 2 and not run.wrong
+    lines = said["seen"]
+    assert lines[-1] == "end" and all(re.fullmatch(r"go \d+", line) for line in lines[:-1])
+    numbers = [int(line.split()[1]) for line in lines[:-1]]
+    assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))
+    assert {k.number for k in run.kept} <= set(numbers)
+    # Its own folder holds nothing of the kept samples: the auditor wrote them where the
+    # program cannot see them, and they come to the grader only when asked for.
+    kept = [audit.dump(k.slot, tmp_path / "kept") for k in run.kept]
+    assert all((folder / "b_1000.c.bin").read_text() == f"{k.seed}:b_1000\n" for folder, k in zip(kept, run.kept))
+    audit.close()
+
+
+def test_a_reference_that_dies_is_a_grader_error_and_the_next_session_starts_afresh(toy_config, toy_root, tmp_path):
+    audit = server(toy_config, toy_root, tmp_path, sample_ms=1.0, paced_crash_at=12)
+    audit.reference_session(pace(samples=3))  # a warm-up and three timed and blank pairs
+    with pytest.raises(GraderError, match=r"The grader's timing could not run: .*crashed with SIGSEGV"):
+        audit.reference_session(pace(samples=3))
+    assert audit.pids() == frozenset()
+    again = audit.reference_session(pace(samples=3))  # new programs
+    assert again.timed == 3
+    audit.close()
+    assert processes(audit.runner, "--paced") == ["toy_solution --paced"] * 2
+
+
+def test_a_reference_that_breaks_the_protocol_is_a_grader_error(toy_config, toy_root, tmp_path):
+    audit = server(toy_config, toy_root, tmp_path, bad_reply="done maybe")
+    started = time.monotonic()
+    with pytest.raises(GraderError, match="the reference program answered 'go 0' with 'done maybe'"):
+        audit.reference_session(pace())
+    assert time.monotonic() - started < 5
+    assert audit.pids() == frozenset()
+
+
+def test_an_auditor_that_cannot_start_is_a_grader_error(toy_config, toy_root, tmp_path):
+    audit = server(toy_config, toy_root, tmp_path, no_device=True)
+    with pytest.raises(GraderError, match="The grader's timing could not run: it did not start"):
+        audit.reference_session(pace())
+    assert audit.pids() == frozenset()
+
+
+def test_the_idle_check_ignores_the_kept_programs_but_sees_everything_else(monkeypatch):
+    child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; "
+                              "subprocess.run([sys.executable, '-c', 'import time; time.sleep(30)'])"])
+    try:
+        for _ in range(100):
+            tree = gpu.process_tree(child.pid)
+            if len(tree) == 2:
+                break
+            time.sleep(0.05)
+        assert child.pid in tree and len(tree) == 2  # the program and the one it started
+        grandchild = next(iter(tree - {child.pid}))
+        monkeypatch.setattr(gpu, "_smi", lambda argv: [f"GPU-1, {grandchild}, /cudalab/bin/toy_solution, 900 MiB",
+                                                       "GPU-1, 4242, python3, 500 MiB"])
+        assert gpu.compute_processes(ignore=tree) == ["4242, python3, 500 MiB"]
+        assert gpu.compute_processes() == [f"{grandchild}, /cudalab/bin/toy_solution, 900 MiB",
+                                           "4242, python3, 500 MiB"]
+        waited = gpu.wait_until_idle(0.0, ignore=tree)
+        assert waited.busy_with == ["4242, python3, 500 MiB"]
+    finally:
+        child.kill()
+        child.wait()
