@@ -82,8 +82,12 @@ std::string params_text(const CaseSpec& spec) {
 // output hasher with --paced, the copy baseline's two buffers with --bench's baselines).
 CaseMemory case_memory(const Session& s, const CaseSpec& spec, bool hashing, bool copy_baseline) {
     CaseMemory memory;
-    for (const InputSpec& in : s.problem.inputs(spec))
+    for (const InputSpec& in : s.problem.inputs(spec)) {
         memory.inputs += static_cast<std::size_t>(in.size()) * dtype_size(in.dtype);
+        // A tiled photograph is on the device while its fill runs.
+        if (in.fill.kind == Fill::Kind::tiles_u8)
+            memory.inputs += static_cast<std::size_t>(in.fill.source_width) * in.fill.source_height;
+    }
     if (s.run_memory) memory.run = s.run_memory(spec);
     // The hasher is made for the largest output; all outputs together bound it from above.
     if (hashing) memory.hasher = DeviceHasher::scratch_bytes(std::max<std::size_t>(memory.run.outputs, 1));
