@@ -126,6 +126,16 @@ def test_times_measured_on_other_inputs_than_the_bench_cases_have_now_say_so(tmp
     assert "| `b_1000` | 2.000 |" in md  # the figures stay, said for what they are
 
 
+def test_the_sobel_handout_names_the_bench_photograph_and_the_older_calibration():
+    spec = labspec.load(REPO / "labs" / "sobel" / "lab.toml")
+    text = handout.render_handout(spec)
+    assert "| `v2_16384` | version=2, width=16384, height=16384, pattern=2, threshold=10000, tiles=chelsea |" in text
+    assert "| `v2_camera` | version=2, width=512, height=512, pattern=0, threshold=10000, image=camera |" in text
+    assert next(c for c in spec.bench_cases if c.name == "v2_16384").why in text
+    # labs/sobel/calibration.json was measured on the flat cells (pattern 1): the handout says so.
+    assert "`v2_16384` with pattern=1 (now pattern=2, tiles=chelsea)" in text
+
+
 def test_the_page_escapes_whatever_lab_toml_says(tmp_path):
     hostile = (TOY_LAB_TOML
                .replace('title = "Toy lab"', 'title = "Toy <script>alert(1)</script> & co"\n'
