@@ -49,15 +49,30 @@ void fill_ramp_u32(std::span<std::uint32_t> out, std::uint32_t start, std::int64
 }
 
 void fill_u8(std::span<std::uint8_t> out, std::uint64_t seed, const Fill& fill) {
+    if (out.empty()) return;
     if (fill.kind == Fill::Kind::bytes) {
         std::copy(fill.data, fill.data + out.size(), out.begin());
         return;
     }
-    struct Ctx { std::uint8_t* data; std::uint64_t seed; const Fill* fill; } ctx{out.data(), seed, &fill};
+    if (fill.kind == Fill::Kind::tiles_u8 &&
+        (fill.width == 0 || out.size() % fill.width != 0 || fill.data == nullptr || fill.source_width == 0 ||
+         fill.source_height == 0))
+        throw std::invalid_argument("fill_u8: tiles_u8 fills whole rows of its width from a photograph of 1 x 1 pixels or more");
+    struct Ctx { std::uint8_t* data; std::uint64_t seed; const Fill* fill; TilePlacement placement; } ctx{
+        out.data(), seed, &fill,
+        fill.kind == Fill::Kind::tiles_u8 ? tile_placement(seed, fill.stream, fill.source_width, fill.source_height)
+                                          : TilePlacement{}};
     parallel_for_ranges(out.size(), [](std::size_t b, std::size_t e, void* p) {
         auto& c = *static_cast<Ctx*>(p);
         const Fill& f = *c.fill;
-        if (f.kind == Fill::Kind::uniform_u8) {
+        if (f.kind == Fill::Kind::tiles_u8) {
+            std::uint64_t x = b % f.width, y = b / f.width;
+            for (std::size_t i = b; i < e; ++i) {
+                c.data[i] = tiled_u8_at(c.seed, f.stream, f.data, f.source_width, f.source_height, c.placement, x, y,
+                                        f.width, f.noise);
+                if (++x == f.width) x = 0, ++y;
+            }
+        } else if (f.kind == Fill::Kind::uniform_u8) {
             const auto lo = static_cast<std::uint32_t>(f.lo), span = static_cast<std::uint32_t>(f.hi) - lo + 1;
             for (std::size_t i = b; i < e; ++i) c.data[i] = uniform_u8_at(c.seed, f.stream, i, lo, span);
         } else {
@@ -109,6 +124,14 @@ void validate(const InputSpec& spec) {
         case Fill::Kind::bytes:
             if (spec.dtype != DType::u8) throw std::invalid_argument(where() + "a bytes fill needs dtype u8");
             if (spec.fill.data == nullptr) throw std::invalid_argument(where() + "a bytes fill needs its data");
+            break;
+        case Fill::Kind::tiles_u8:
+            if (spec.dtype != DType::u8) throw std::invalid_argument(where() + "a tiles_u8 fill needs dtype u8");
+            if (spec.shape.size() != 2 || spec.fill.width != spec.shape[1])
+                throw std::invalid_argument(where() + "tiles_u8 fills a height x width image: its width must be shape[1]");
+            if (spec.fill.data == nullptr || spec.fill.source_width == 0 || spec.fill.source_height == 0)
+                throw std::invalid_argument(where() + "tiles_u8 needs a photograph of 1 x 1 pixels or more to tile with");
+            if (spec.fill.noise > 255) throw std::invalid_argument(where() + "tiles_u8 needs noise <= 255");
             break;
         default: throw std::invalid_argument(where() + "unknown fill kind");
     }

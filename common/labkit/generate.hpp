@@ -95,6 +95,59 @@ LABKIT_HOST_DEVICE constexpr std::uint8_t cells_u8_at(std::uint64_t seed, std::u
     return static_cast<std::uint8_t>(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
+// Where one input set puts a photograph it tiles over an image (tiled_u8_at): turned a
+// quarter (transposed) or not, and shifted by (offset_x, offset_y) within the period of
+// the mirrored tiling, so that every seed shows the picture at a place of its own. Flips
+// are not drawn: a mirrored tiling already holds every flipped copy, one shift away.
+struct TilePlacement {
+    bool transposed = false;
+    std::uint64_t offset_x = 0, offset_y = 0;
+};
+
+// The placement that `seed` draws on stream `stream` for a photograph of
+// source_width x source_height pixels (each 1 or more): computed once per input set, by the
+// CPU and by the GPU's fill alike.
+LABKIT_HOST_DEVICE constexpr TilePlacement tile_placement(std::uint64_t seed, std::uint64_t stream,
+                                                          std::uint32_t source_width, std::uint32_t source_height) {
+    const bool transposed = (random_bits(seed, stream, 0) & 1) != 0;
+    const std::uint64_t across = transposed ? source_height : source_width;  // the turned picture's width
+    const std::uint64_t down = transposed ? source_width : source_height;
+    return {transposed, random_bits(seed, stream, 1) % (2 * across), random_bits(seed, stream, 2) % (2 * down)};
+}
+
+// Coordinate `c` of a picture `n` pixels long (n >= 1) repeated with every other copy
+// mirrored: 0, 1, ..., n - 1, n - 1, ..., 1, 0, 0, 1, ... (neighbouring copies meet without
+// a seam). 32-bit arithmetic where the numbers fit: the same result, cheaper on the GPU.
+LABKIT_HOST_DEVICE constexpr std::uint64_t mirrored(std::uint64_t c, std::uint64_t n) {
+    const std::uint64_t period = 2 * n;
+    const std::uint64_t u = ((c | period) >> 32) == 0
+                                ? static_cast<std::uint32_t>(c) % static_cast<std::uint32_t>(period)
+                                : c % period;
+    return u < n ? u : period - 1 - u;
+}
+
+// Pixel (x, y) of an image `width` pixels wide covered by a photograph (`source`,
+// source_width x source_height gray levels, rows top to bottom) tiled with mirrored copies,
+// turned and shifted by `placement`, plus per-pixel noise uniform in [-noise, noise],
+// clamped to [0, 255]: a picture as large as the image with a photograph's edges and
+// textures everywhere, and pixels of its own for every seed.
+LABKIT_HOST_DEVICE constexpr std::uint8_t tiled_u8_at(std::uint64_t seed, std::uint64_t stream,
+                                                      const unsigned char* source, std::uint32_t source_width,
+                                                      std::uint32_t source_height, TilePlacement placement,
+                                                      std::uint64_t x, std::uint64_t y, std::uint64_t width,
+                                                      std::uint32_t noise) {
+    const std::uint64_t across = placement.transposed ? source_height : source_width;
+    const std::uint64_t down = placement.transposed ? source_width : source_height;
+    const std::uint64_t u = mirrored(x + placement.offset_x, across), v = mirrored(y + placement.offset_y, down);
+    const std::uint64_t source_x = placement.transposed ? v : u, source_y = placement.transposed ? u : v;
+    const std::int64_t base = source[source_y * source_width + source_x];
+    // The top 32 random bits scaled to [0, 2 noise]: no division.
+    const std::uint64_t bits = random_bits(seed, stream + 1, y * width + x) >> 32;
+    const std::int64_t jitter = static_cast<std::int64_t>((bits * (2 * std::uint64_t(noise) + 1)) >> 32) - noise;
+    const std::int64_t value = base + jitter;
+    return static_cast<std::uint8_t>(value < 0 ? 0 : value > 255 ? 255 : value);
+}
+
 // Uniform floats in [lo, hi).
 void fill_uniform(std::span<float> out, std::uint64_t seed, std::uint64_t stream, float lo, float hi);
 

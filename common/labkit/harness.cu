@@ -88,8 +88,12 @@ std::string params_text(const CaseSpec& spec) {
 // copy baseline's two buffers with --bench's baselines).
 CaseMemory case_memory(const Session& s, const CaseSpec& spec, bool copy_baseline) {
     CaseMemory memory;
-    for (const InputSpec& in : s.problem.inputs(spec))
+    for (const InputSpec& in : s.problem.inputs(spec)) {
         memory.inputs += static_cast<std::size_t>(in.size()) * dtype_size(in.dtype);
+        // A tiled photograph is on the device while its fill runs.
+        if (in.fill.kind == Fill::Kind::tiles_u8)
+            memory.inputs += static_cast<std::size_t>(in.fill.source_width) * in.fill.source_height;
+    }
     if (s.run_memory) memory.run = s.run_memory(spec);
     if (copy_baseline) memory.copy_baseline = copy_baseline_bytes(s.problem.bytes_moved(spec));
     return memory;

@@ -25,6 +25,9 @@ struct Fill {
         cells_u8 = 6,       // u8, an image of width `width`: flat cells of `cell` x `cell` pixels, each
                             // a random gray level, plus noise uniform in [-noise, noise] per pixel
         bytes = 7,          // u8, a copy of `data` (a dataset image built into the binary; no seed)
+        tiles_u8 = 8,       // u8, an image of width `width` covered by the photograph `data`
+                            // (source_width x source_height) in mirrored copies, turned and shifted
+                            // by the seed, plus noise uniform in [-noise, noise] per pixel
     };
     Kind kind = Kind::uniform_float;
     std::uint64_t stream = 0;  // independent streams for the arrays of one case
@@ -35,12 +38,15 @@ struct Fill {
     std::vector<std::pair<std::uint64_t, double>> fixed;
     // ramp_u32 only: the difference between neighbouring elements (negative: descending).
     std::int64_t step = 0;
-    // cells_u8 only: the image's width, the side of a cell and the noise's amplitude.
+    // cells_u8 and tiles_u8: the image's width and the noise's amplitude; cells_u8: the side of a cell.
     std::uint64_t width = 0;
     std::uint32_t cell = 0;
     std::uint32_t noise = 0;
-    // bytes only: the elements, as many as the array has (kept alive by the binary).
+    // bytes: the elements, as many as the array has; tiles_u8: the photograph's pixels,
+    // source_width x source_height of them (both kept alive by the binary).
     const unsigned char* data = nullptr;
+    std::uint32_t source_width = 0;
+    std::uint32_t source_height = 0;
 
     static Fill uniform_float(std::uint64_t stream, float lo, float hi) {
         return Fill{Kind::uniform_float, stream, lo, hi, {}};
@@ -72,6 +78,17 @@ struct Fill {
         f.data = data;
         return f;
     }
+    // An image `width` wide tiled with a photograph of source_width x source_height pixels.
+    static Fill tiles_u8(std::uint64_t stream, std::uint64_t width, const unsigned char* source,
+                         std::uint32_t source_width, std::uint32_t source_height, std::uint32_t noise) {
+        Fill f{Kind::tiles_u8, stream, 0.0, 255.0, {}, 0};
+        f.width = width;
+        f.noise = noise;
+        f.data = source;
+        f.source_width = source_width;
+        f.source_height = source_height;
+        return f;
+    }
     Fill with_element(std::uint64_t index, double value) && {
         fixed.emplace_back(index, value);
         return std::move(*this);
@@ -91,7 +108,7 @@ struct InputSpec {
     }
 };
 
-// The elements of an 8-bit fill (uniform_u8, cells_u8, bytes), generated on the CPU.
+// The elements of an 8-bit fill (uniform_u8, cells_u8, bytes, tiles_u8), generated on the CPU.
 void fill_u8(std::span<std::uint8_t> out, std::uint64_t seed, const Fill& fill);
 
 // Throws std::invalid_argument when the fill does not suit the array (a float fill of an

@@ -24,7 +24,8 @@ struct Tolerance {
 struct CaseSpec {
     std::string name;
     std::vector<std::pair<std::string, std::int64_t>> params;
-    // Text parameters: the dataset image a case is made from (image = "camera").
+    // Text parameters: the dataset image a case is made from (image = "camera") or tiled
+    // with (tiles = "chelsea").
     std::vector<std::pair<std::string, std::string>> texts = {};
 
     std::int64_t param(std::string_view key) const {

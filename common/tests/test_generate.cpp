@@ -1,5 +1,6 @@
 // Tests of labkit/generate.hpp: values depend only on (seed, stream, index), lie in
-// range, and parallel filling changes nothing.
+// range, and parallel filling changes nothing; a photograph tiled over an image is the
+// picture mirrored, turned and shifted as the seed says, with noise within its amplitude.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -94,4 +95,110 @@ TEST_CASE("test_generate_u32_fills_through_their_input_descriptions") {
     CHECK_THROWS(labkit::generate_on_host({"k", DType::u32, {4}, Fill::uniform_u32(0, 3, 2)}, 1));
     CHECK_THROWS(labkit::generate_on_host({"k", DType::u32, {4}, Fill::uniform_u32(0, 0, 1).with_element(0, -1.0)}, 1));
     CHECK_THROWS(labkit::generate_on_host({"k", DType::u32, {4}, Fill::uniform_u32(0, 0, 1).with_element(0, 0.5)}, 1));
+}
+
+TEST_CASE("test_generate_mirrored_coordinates_repeat_with_every_other_copy_flipped") {
+    std::vector<std::uint64_t> three, one;
+    for (std::uint64_t c = 0; c < 12; ++c) three.push_back(labkit::mirrored(c, 3));
+    for (std::uint64_t c = 0; c < 4; ++c) one.push_back(labkit::mirrored(c, 1));
+    CHECK(three == std::vector<std::uint64_t>{0, 1, 2, 2, 1, 0, 0, 1, 2, 2, 1, 0});
+    CHECK(one == std::vector<std::uint64_t>{0, 0, 0, 0});
+    // Past 2^32 the 64-bit path gives what the period says.
+    const std::uint64_t far = (std::uint64_t(1) << 40) + 7;  // 2^40 = 0 (mod 2 * 512), so 7
+    CHECK(labkit::mirrored(far, 512) == 7);
+    CHECK(labkit::mirrored(far + 1024 - 8, 512) == 0);  // the last of a period: the flipped copy's 0
+}
+
+TEST_CASE("test_generate_tile_placement_is_drawn_from_the_seed_within_the_period") {
+    bool seen[2] = {false, false};
+    for (std::uint64_t seed = 0; seed < 64; ++seed) {
+        const auto p = labkit::tile_placement(seed, 0, 451, 300);
+        const auto q = labkit::tile_placement(seed, 0, 451, 300);
+        CHECK((p.transposed == q.transposed && p.offset_x == q.offset_x && p.offset_y == q.offset_y));
+        seen[p.transposed] = true;
+        // Shifts within one period of the (turned) picture's mirrored tiling.
+        CHECK(p.offset_x < 2 * (p.transposed ? 300u : 451u));
+        CHECK(p.offset_y < 2 * (p.transposed ? 451u : 300u));
+    }
+    CHECK((seen[0] && seen[1]));
+}
+
+TEST_CASE("test_generate_tiled_u8_is_the_photograph_mirrored_turned_and_shifted") {
+    // A 3 x 2 picture with distinct pixels: 10 20 30 / 40 50 60.
+    const unsigned char photo[] = {10, 20, 30, 40, 50, 60};
+    const auto at = [&](labkit::TilePlacement p, std::uint64_t x, std::uint64_t y) {
+        return labkit::tiled_u8_at(1, 0, photo, 3, 2, p, x, y, 100, 0);
+    };
+    // As it is: rows 10 20 30 30 20 10 10 ..., then the row below, then mirrored upwards.
+    const labkit::TilePlacement plain{false, 0, 0};
+    CHECK(at(plain, 0, 0) == 10);
+    CHECK(at(plain, 2, 0) == 30);
+    CHECK(at(plain, 3, 0) == 30);
+    CHECK(at(plain, 5, 0) == 10);
+    CHECK(at(plain, 6, 0) == 10);
+    CHECK(at(plain, 1, 1) == 50);
+    CHECK(at(plain, 1, 2) == 50);  // the copy below is flipped: its first row is the picture's last
+    CHECK(at(plain, 1, 3) == 20);
+    CHECK(at(plain, 1, 4) == 20);
+    // Shifted: pixel (x, y) is the plain tiling's (x + offset_x, y + offset_y).
+    const labkit::TilePlacement shifted{false, 4, 1};
+    for (std::uint64_t y = 0; y < 5; ++y)
+        for (std::uint64_t x = 0; x < 7; ++x) CHECK(at(shifted, x, y) == at(plain, x + 4, y + 1));
+    // Turned: the transposed picture (2 wide, 3 tall) is tiled: pixel (x, y) is photo (y, x).
+    const labkit::TilePlacement turned{true, 0, 0};
+    for (std::uint64_t y = 0; y < 3; ++y)
+        for (std::uint64_t x = 0; x < 2; ++x) CHECK(at(turned, x, y) == photo[x * 3 + y]);
+    CHECK(at(turned, 2, 0) == at(turned, 1, 0));  // mirrored along the turned picture's width of 2
+}
+
+TEST_CASE("test_generate_tiled_u8_noise_stays_within_its_amplitude_and_is_clamped") {
+    const unsigned char photo[] = {0, 128, 255, 7};
+    const labkit::TilePlacement plain{false, 0, 0};
+    int seen_low = 0, seen_high = 0;
+    for (std::uint64_t y = 0; y < 200; ++y)
+        for (std::uint64_t x = 0; x < 200; ++x) {
+            const int base = photo[(labkit::mirrored(y, 2) * 2) + labkit::mirrored(x, 2)];
+            const int v = labkit::tiled_u8_at(9, 0, photo, 2, 2, plain, x, y, 200, 3);
+            CHECK(v >= std::max(0, base - 3));
+            CHECK(v <= std::min(255, base + 3));
+            seen_low += v == base - 3;
+            seen_high += v == base + 3;
+        }
+    CHECK(seen_low > 0);  // both ends of [-3, 3] are reached
+    CHECK(seen_high > 0);
+}
+
+TEST_CASE("test_generate_tiles_u8_fills_through_its_input_description") {
+    using labkit::DType;
+    using labkit::Fill;
+    std::vector<unsigned char> photo(31 * 17);
+    for (std::size_t i = 0; i < photo.size(); ++i) photo[i] = static_cast<unsigned char>((i * 37) % 251);
+    const std::uint64_t width = 1000, height = 700;  // 700,000 pixels: several threads' parts where cores allow
+    const labkit::InputSpec spec{"in", DType::u8, {height, width}, Fill::tiles_u8(0, width, photo.data(), 31, 17, 3)};
+    const auto a = labkit::generate_on_host(spec, 5);
+    const auto placement = labkit::tile_placement(5, 0, 31, 17);
+    bool same = true;
+    for (std::uint64_t y = 0; y < height; ++y)
+        for (std::uint64_t x = 0; x < width; ++x)
+            same = same && a.as<std::uint8_t>()[y * width + x] ==
+                               labkit::tiled_u8_at(5, 0, photo.data(), 31, 17, placement, x, y, width, 3);
+    CHECK(same);
+    CHECK(labkit::generate_on_host(spec, 5).bytes == a.bytes);
+    CHECK(labkit::generate_on_host(spec, 6).bytes != a.bytes);
+    // Large enough for the parallel fill: each part starts at the right pixel of its row.
+    const std::uint64_t big_width = 1031, big_height = 4099;
+    const labkit::InputSpec big{"in", DType::u8, {big_height, big_width},
+                                Fill::tiles_u8(2, big_width, photo.data(), 31, 17, 3)};
+    const auto b = labkit::generate_on_host(big, 11);
+    const auto big_placement = labkit::tile_placement(11, 2, 31, 17);
+    for (std::uint64_t i : {std::uint64_t(0), big_width - 1, big_width, big_width * big_height / 3 + 5,
+                            big_width * big_height - 1})
+        CHECK(b.as<std::uint8_t>()[i] == labkit::tiled_u8_at(11, 2, photo.data(), 31, 17, big_placement, i % big_width,
+                                                             i / big_width, big_width, 3));
+    // A width other than shape[1], no photograph, an empty one, a dtype other than u8.
+    CHECK_THROWS(labkit::generate_on_host({"in", DType::u8, {4, 5}, Fill::tiles_u8(0, 4, photo.data(), 31, 17, 3)}, 1));
+    CHECK_THROWS(labkit::generate_on_host({"in", DType::u8, {4, 5}, Fill::tiles_u8(0, 5, nullptr, 31, 17, 3)}, 1));
+    CHECK_THROWS(labkit::generate_on_host({"in", DType::u8, {4, 5}, Fill::tiles_u8(0, 5, photo.data(), 0, 17, 3)}, 1));
+    CHECK_THROWS(labkit::generate_on_host({"in", DType::u8, {4, 5}, Fill::tiles_u8(0, 5, photo.data(), 31, 17, 256)}, 1));
+    CHECK_THROWS(labkit::generate_on_host({"in", DType::u32, {4, 5}, Fill::tiles_u8(0, 5, photo.data(), 31, 17, 3)}, 1));
 }

@@ -122,7 +122,7 @@ def _case_record(spec: LabSpec, name: str, bench: dict | None, verdict: dict | N
                  reference: dict) -> dict:
     """One bench case of the reference as the file keeps it; raises when it cannot be trusted."""
     case = spec.case(name)
-    record = {"name": name, "params": dict(case.params), "bytes_moved": spec.bytes_moved(case)}
+    record = {"name": name, "params": calibration.case_inputs(case), "bytes_moved": spec.bytes_moved(case)}
     if name in reference["skip_bench_cases"]:
         return {**record, "status": "skipped", "reason": reference["skip_why"]}
     row = ladder.bench_row(reference["rung"] or "reference", reference["implementation"], bench, verdict,

@@ -264,6 +264,31 @@ def write(calibration: Calibration) -> None:
 
 # --- using an entry ------------------------------------------------------------------------
 
+def case_inputs(case) -> dict:
+    """A case's parameters as a calibration records them: the numbers and the text ones (the
+    photograph a bench case tiles), so that an entry says which inputs it was measured on."""
+    return {**case.params, **case.texts}
+
+
+def measured_on_other_inputs(entry: dict, spec: LabSpec) -> list[dict]:
+    """The entry's timed cases whose recorded parameters are not the lab's bench case's now
+    (its inputs changed after the calibration): `{"name", "then", "now"}` each, the
+    parameters that differ as `key=value` text ("then" holds only what was recorded; "now"
+    says `no key` for a parameter the case no longer has). Cases recorded without
+    parameters are left out: nothing says what they were measured on."""
+    now_by_name = {c.name: case_inputs(c) for c in spec.bench_cases}
+    changed = []
+    for case in entry.get("cases", []):
+        then, now = case.get("params"), now_by_name.get(case.get("name"))
+        if case.get("status") != "timed" or not isinstance(then, dict) or not then or now is None or then == now:
+            continue
+        keys = [k for k in {**then, **now} if then.get(k) != now.get(k)]
+        changed.append({"name": case["name"],
+                        "then": ", ".join(f"{k}={then[k]}" for k in keys if k in then),
+                        "now": ", ".join(f"{k}={now[k]}" if k in now else f"no {k}" for k in keys)})
+    return changed
+
+
 def calibrated_case(entry: dict, case: str) -> dict | None:
     """The entry's record of bench case `case` when it was timed, else None (not
     calibrated, or skipped on that GPU)."""

@@ -73,8 +73,9 @@ def _library_text(library: dict | None) -> str:
     return f"not timed: {library['unavailable']}" if library.get("unavailable") else "-"
 
 
-def calibrated_view(entry: dict) -> dict:
-    """One GPU model's entry as the handout's table shows it."""
+def calibrated_view(entry: dict, spec: LabSpec | None = None) -> dict:
+    """One GPU model's entry as the handout's table shows it; with `spec`, also the cases it
+    timed on other inputs than the lab's bench cases have now (`earlier_inputs`)."""
     cases = entry["cases"]
     rows = []
     for case in cases:
@@ -93,7 +94,8 @@ def calibrated_view(entry: dict) -> dict:
     return {"gpu": entry["gpu"]["name"], "provenance": calibration.provenance(entry), "rows": rows,
             "library": any((c.get("library") or {}).get("name") or (c.get("library") or {}).get("unavailable")
                            for c in cases),
-            "items_name": next((c.get("items_name") or "items" for c in cases if _number(c.get("items_per_s"))), None)}
+            "items_name": next((c.get("items_name") or "items" for c in cases if _number(c.get("items_per_s"))), None),
+            "earlier_inputs": calibration.measured_on_other_inputs(entry, spec) if spec is not None else []}
 
 
 def _rung_cell(rung: dict | None) -> str:
@@ -200,7 +202,9 @@ def _context(spec: LabSpec, known: Calibration | None) -> dict:
         bytes_per_case={c.name: spec.bytes_moved(c) for c in spec.bench_cases},
         reference_rung=next((r.name for r in spec.ladder if r.source == spec.scoring.reference), ""),
         reference_words=calibration.reference_words(spec),
-        calibrated=[calibrated_view(e) for e in entries],
+        calibrated=[calibrated_view(e, spec) for e in entries],
+        case_parameters=lambda case: ", ".join(f"{k}={v}" for k, v in calibration.case_inputs(case).items()),
+        bench_whys=any(c.why for c in spec.bench_cases),
         ladders=[ladder_view(e) for e in ladders],
         plot_href=plot_href(spec))
 

@@ -22,7 +22,10 @@ except ModuleNotFoundError:  # pragma: no cover - older Pythons
     import tomli as tomllib  # type: ignore[no-redef]
 
 SCHEMA_KEYS_CASE = {"name", "why"}
-TEXT_PARAMS = {"image"}  # the case parameters that are text, not integers
+# The case parameters that are text, not integers: each names a dataset image, the case's
+# picture (image = "camera", at its own size) or the photograph its picture is tiled with
+# (tiles = "chelsea", at any size).
+TEXT_PARAMS = ("image", "tiles")
 DTYPES = ("f32", "f64", "i32", "u32", "i64", "u64", "u8")
 
 
@@ -35,8 +38,9 @@ class Case:
     name: str
     params: dict[str, int]
     why: str = ""
-    # Text parameters: the real image a case is made from (image = "camera"), named in
-    # datasets/images.toml and embedded in the lab's binaries at build time.
+    # Text parameters: the real image a case is made from (image = "camera") or tiled with
+    # (tiles = "chelsea"), named in datasets/images.toml and embedded in the lab's binaries
+    # at build time.
     texts: dict[str, str] = field(default_factory=dict)
 
 
@@ -146,12 +150,13 @@ class LabSpec:
 
     @property
     def dataset_images(self) -> tuple[str, ...]:
-        """The real images the cases name, in order of first use."""
+        """The real images the cases name (image or tiles), in order of first use."""
         names: list[str] = []
         for c in self.cases + self.bench_cases:
-            image = c.texts.get("image")
-            if image and image not in names:
-                names.append(image)
+            for key in TEXT_PARAMS:
+                image = c.texts.get(key)
+                if image and image not in names:
+                    names.append(image)
         return tuple(names)
 
 
@@ -578,7 +583,8 @@ def _dataset_image(path: Path) -> tuple[int, int, bytes]:
 
 def emit_datasets(spec: LabSpec, datasets: Path) -> str:
     """C++ defining lab_datasets::kImages: every image the lab's cases name, embedded, after
-    checking that each case's width and height are the image's."""
+    checking that each case's width and height are the image's (a case that tiles an image
+    may have any size)."""
     pictures = {name: _dataset_image(datasets / "images" / f"{name}.pgm") for name in spec.dataset_images}
     for c in spec.cases + spec.bench_cases:
         name = c.texts.get("image")

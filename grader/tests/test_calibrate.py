@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import build, calibration, cli
+from cudalab import build, calibration, cli, labspec
 from cudalab.calibration import Calibration, CalibrationError
 from cudalab.exit_codes import Cli
 from conftest import REPO_ROOT, seal, write_fake
@@ -181,6 +181,13 @@ def write_calibration(env, *entries: dict) -> Path:
         known = known.with_entry(one)
     calibration.write(known)
     return known.path
+
+
+def test_a_case_is_recorded_with_the_photograph_it_tiles():
+    spec = labspec.load(REPO_ROOT / "labs" / "sobel" / "lab.toml")
+    bench = spec.case("v2_16384")
+    assert calibration.case_inputs(bench) == {"version": 2, "width": 16384, "height": 16384, "pattern": 2,
+                                              "threshold": 10000, "tiles": "chelsea"}
 
 
 def test_written_entries_follow_the_schema_sorted_by_gpu_name(toy_env):

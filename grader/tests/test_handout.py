@@ -110,6 +110,32 @@ def test_a_calibrated_handout_shows_the_figures_the_ladder_and_its_plot(tmp_path
     assert again == rendered, "two renders of the same calibration differ"
 
 
+def test_times_measured_on_other_inputs_than_the_bench_cases_have_now_say_so(tmp_path):
+    spec = toy_spec(tmp_path)
+    same = handout.render(spec, synthetic(spec)).markdown
+    assert "measured on other inputs" not in same
+    earlier = entry(H100)
+    earlier["cases"][0]["params"] = {"n": 1000, "pattern": 1}  # the bench case's inputs changed since
+    known = Calibration(spec.folder / calibration.FILE_NAME, spec.name, (earlier,))
+    md = handout.render(spec, known).markdown
+    assert ("These times were measured on other inputs than the bench cases above have now: `b_1000` with "
+            "pattern=1 (now no pattern). `cudalab calibrate toy` measures the reference again") in md
+    assert calibration.measured_on_other_inputs({"cases": [{"name": "b_1000", "status": "timed", "params": {"n": 7}},
+                                                           {"name": "b_1000", "status": "skipped", "params": {}}]},
+                                                spec) == [{"name": "b_1000", "then": "n=7", "now": "n=1000"}]
+    assert "| `b_1000` | 2.000 |" in md  # the figures stay, said for what they are
+
+
+def test_the_sobel_handout_names_the_bench_photograph_and_the_older_calibration():
+    spec = labspec.load(REPO / "labs" / "sobel" / "lab.toml")
+    text = handout.render_handout(spec)
+    assert "| `v2_16384` | version=2, width=16384, height=16384, pattern=2, threshold=10000, tiles=chelsea |" in text
+    assert "| `v2_camera` | version=2, width=512, height=512, pattern=0, threshold=10000, image=camera |" in text
+    assert next(c for c in spec.bench_cases if c.name == "v2_16384").why in text
+    # labs/sobel/calibration.json was measured on the flat cells (pattern 1): the handout says so.
+    assert "`v2_16384` with pattern=1 (now pattern=2, tiles=chelsea)" in text
+
+
 def test_the_page_escapes_whatever_lab_toml_says(tmp_path):
     hostile = (TOY_LAB_TOML
                .replace('title = "Toy lab"', 'title = "Toy <script>alert(1)</script> & co"\n'

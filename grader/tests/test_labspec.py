@@ -196,3 +196,19 @@ def test_emit_datasets_embeds_the_named_images_and_refuses_a_wrong_size_or_missi
         labspec.emit_datasets(wrong, REPO_ROOT / "datasets")
     with pytest.raises(labspec.LabSpecError, match="Cannot read the image .*camera.pgm.*make_images.py"):
         labspec.emit_datasets(spec, tmp_path / "no-datasets")
+
+
+def test_a_case_that_tiles_a_photograph_embeds_it_at_any_size(tmp_path):
+    # The sobel bench cases tile chelsea (451 x 300) over 16384 x 16384: no size check.
+    spec = labspec.load(REPO_ROOT / "labs" / "sobel" / "lab.toml")
+    bench = next(c for c in spec.bench_cases if c.name == "v2_16384")
+    assert bench.texts == {"tiles": "chelsea"} and bench.params["width"] == 16384
+    # A photograph that only a tiling names is embedded all the same.
+    only_tiled = load_text(tmp_path, (REPO_ROOT / "labs" / "sobel" / "lab.toml").read_text()
+                           .replace('name = "sobel"', 'name = "toy"')
+                           .replace('tiles = "chelsea"', 'tiles = "astronaut"'))
+    assert "astronaut" in only_tiled.dataset_images
+    assert '{"astronaut", 512, 512, ' in labspec.emit_datasets(only_tiled, REPO_ROOT / "datasets")
+    with pytest.raises(labspec.LabSpecError, match="'tiles' must name a dataset image"):
+        load_text(tmp_path, (REPO_ROOT / "labs" / "sobel" / "lab.toml").read_text()
+                  .replace('name = "sobel"', 'name = "toy"').replace('tiles = "chelsea"', 'tiles = "../x"'))

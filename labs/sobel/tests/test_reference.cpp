@@ -1,10 +1,12 @@
 // Tests of lab sobel's CPU side: the reference is the lab sheet's loop (worked by hand on
 // small images), the threshold is strict, borders are 0, and the feedback names the first
 // wrong pixel by x and y with its magnitude against the threshold. The dataset images are
-// built in with the sizes the cases state, and a real photograph has a sensible share of
-// edges.
+// built in with the sizes the cases state, a real photograph has a sensible share of
+// edges, and the bench cases are timed on a photograph the cases judge, tiled with noise.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "lab_spec.hpp"
 #include "labkit/compare.hpp"
 #include "labkit/datasets.hpp"
+#include "labkit/generate.hpp"
 #include "labkit/inputs.hpp"
 #include "labkit/parallel.hpp"
 #include "problem.hpp"
@@ -148,6 +151,67 @@ TEST_CASE("test_sobel_synthetic_cells_have_edges_on_cell_borders_only") {
     // Different seeds, different images; the same seed, the same image.
     CHECK(labkit::make_host_inputs(p, *c, 7)[0].bytes == inputs[0].bytes);
     CHECK(labkit::make_host_inputs(p, *c, 8)[0].bytes != inputs[0].bytes);
+}
+
+TEST_CASE("test_sobel_bench_images_are_a_photograph_the_cases_judge_tiled_with_noise") {
+    const auto p = lab_sobel::problem();
+    REQUIRE(p.bench_cases.size() == 2);
+    for (const auto& bench : p.bench_cases) {
+        INFO(bench.name);
+        CHECK(bench.param("pattern") == 2);
+        // The photograph is one a correctness case judges as it is.
+        const std::string tiles = bench.text("tiles");
+        CHECK(std::any_of(p.cases.begin(), p.cases.end(), [&](const auto& c) { return c.text("image") == tiles; }));
+        const auto specs = p.inputs(bench);
+        REQUIRE(specs.size() == 1);
+        const auto& photo = labkit::find_dataset_image(lab_datasets::kImages, tiles);
+        CHECK(specs[0].fill.kind == labkit::Fill::Kind::tiles_u8);
+        CHECK(specs[0].fill.data == photo.pixels);
+        CHECK(specs[0].fill.source_width == photo.width);
+        CHECK(specs[0].fill.source_height == photo.height);
+        CHECK(specs[0].fill.noise == 3);
+        CHECK(specs[0].shape == std::vector<std::uint64_t>{16384, 16384});
+    }
+    // The timed case's picture at a smaller size (the same description): a photograph's
+    // share of edges, edges well inside where 37 x 37 flat cells would have none, and the
+    // tiled photograph within +-3 at every pixel.
+    labkit::CaseSpec smaller = *p.find("v2_16384");
+    for (auto& [key, value] : smaller.params)
+        if (key == "width") value = 1023;
+        else if (key == "height") value = 517;
+    const auto inputs = labkit::make_host_inputs(p, smaller, 7);
+    const auto e = lab_sobel::reference(smaller, inputs);
+    const double share = edge_fraction(e[0]);
+    INFO("share of edges: " << share);
+    CHECK(share > 0.02);
+    CHECK(share < 0.40);
+    std::uint64_t inside_cells = 0;
+    for (std::uint64_t y = 1; y + 1 < 517; ++y)
+        for (std::uint64_t x = 1; x + 1 < 1023; ++x)
+            if (x % 37 >= 2 && x % 37 <= 35 && y % 37 >= 2 && y % 37 <= 35) inside_cells += e[0].values[y * 1023 + x] == 255.0;
+    CHECK(inside_cells > 1000);
+    const auto& photo = labkit::find_dataset_image(lab_datasets::kImages, smaller.text("tiles"));
+    const auto placement = labkit::tile_placement(7, 0, photo.width, photo.height);
+    int worst = 0;
+    for (std::uint64_t y = 0; y < 517; ++y)
+        for (std::uint64_t x = 0; x < 1023; ++x) {
+            const int plain = labkit::tiled_u8_at(7, 0, photo.pixels, photo.width, photo.height, placement, x, y, 1023, 0);
+            worst = std::max(worst, std::abs(int(inputs[0].as<std::uint8_t>()[y * 1023 + x]) - plain));
+        }
+    CHECK(worst == 3);
+    // Every seed, an image of its own.
+    CHECK(labkit::make_host_inputs(p, smaller, 8)[0].bytes != inputs[0].bytes);
+}
+
+TEST_CASE("test_sobel_a_tiled_case_needs_pattern_2_and_a_photograph") {
+    const auto p = lab_sobel::problem();
+    labkit::CaseSpec no_photo = *p.find("v2_16384");
+    no_photo.texts.clear();
+    CHECK_THROWS_WITH_AS(p.inputs(no_photo), doctest::Contains("pattern = 2 needs tiles = NAME"), std::invalid_argument);
+    labkit::CaseSpec cells = *p.find("v2_16384");
+    for (auto& [key, value] : cells.params)
+        if (key == "pattern") value = 1;
+    CHECK_THROWS_WITH_AS(p.inputs(cells), doctest::Contains("goes with pattern = 2"), std::invalid_argument);
 }
 
 TEST_CASE("test_sobel_cases_cover_the_versions_and_the_bench_counts_pixels") {
