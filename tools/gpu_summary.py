@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The short table tools/gpu-check.sh prints last: the isolation in force, test totals,
 each lab's ladder at every bench size, the grades of each lab's solution and starter
-(with the timing cross-check: how far the reference's per-round wall-clock estimates
-moved, and where a grade's time went), each lab's solution checked as a hand-in (its
+(on the grader's clock: each program's time per call round by round, the protocol's
+cost, the physical floor, and where a grade's time went), each lab's solution checked as a hand-in (its
 verdicts and how long the check took), the sanitizer fixtures' first findings, and the
 hostile suite's table.
 
@@ -96,14 +96,15 @@ def main() -> int:
         phases = (g.get("provenance") or {}).get("phases_s") or {}
         if phases:
             print("    time: " + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()))
-        check = perf.get("cross_check") or {}
-        if check:
-            estimates = ", ".join(f"{e:.4f}" for e in check.get("reference_round_estimates_ms", []))
-            print(f"    reference {check['reference_ms']:.4f} ms (event), {check['reference_wall_ms']:.4f} ms on "
-                  f"the grader's clock; its per-round clock estimates [{estimates}] ms agree within "
-                  f"{100 * check['reference_agreement']:.2f}%; student reported {check['student_reported_ms']} ms, "
-                  f"clock {check['student_wall_ms']:.4f} ms, noise {check['noise_ms']:.4f} ms, "
-                  f"flagged {check['flagged']}; {perf.get('samples')} timed + as many blank samples per run")
+        clock = perf.get("clock") or {}
+        if clock:
+            rounds = ", ".join(f"{e:.4f}" for e in clock.get("reference_rounds_ms", []))
+            mine = ", ".join(f"{e:.4f}" for e in clock.get("student_rounds_ms", []))
+            print(f"    grader's clock: reference {clock['reference_ms']:.4f} ms per call (rounds [{rounds}], agree "
+                  f"within {100 * clock['reference_agreement']:.2f}%), submission {clock['student_ms']:.4f} ms "
+                  f"(rounds [{mine}]); protocol cost (the reference's blanks) {clock['blank_ms']:.4f} ms; "
+                  f"floor {clock['floor_ms']:.4f} ms; the program said {clock['student_reported_ms']} ms; "
+                  f"{perf.get('samples')} timed samples per session")
     if (out / "suite.txt").exists():
         print("hostile suite (graded through the sandbox):")
         print((out / "suite.txt").read_text().rstrip())

@@ -146,7 +146,8 @@ class AuditServer:
             binary = runner.official(labs.scoring_reference(spec))
         except GraderError:
             return None
-        return cls(runner, binary, spec.scoring.timing_case, config.sample_timeout_s, config.kept_samples)
+        return cls(runner, binary, spec.scoring.timing_case, config.sample_timeout_s,
+                   spec.scoring.kept(config.kept_samples))
 
     # -- the two processes -------------------------------------------------------------------
     def _start(self) -> None:

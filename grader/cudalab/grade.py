@@ -253,13 +253,13 @@ class GradingSession:
                       "clock": None, "flagged": False, "rounds": []}
         rounds: list[RoundClock] = []
         samples = None
+        kept = scoring.kept(config.kept_samples)
         # The auditor and the reference's program serve every round (audit.py): the batch's
         # for this GPU where it gives them, else this grade's own, ended after the last round.
-        server = self.audit_server or AuditServer(self.runner, self.reference, case, config.sample_timeout_s,
-                                                  config.kept_samples)
+        server = self.audit_server or AuditServer(self.runner, self.reference, case, config.sample_timeout_s, kept)
         # Each round's kept samples are checked while the next rounds run: the checker is on
         # the work CPUs (cpus.py), never on those left to timing, and reads only its own dump.
-        checks = ThreadPoolExecutor(max_workers=config.timing_rounds * config.kept_samples,
+        checks = ThreadPoolExecutor(max_workers=config.timing_rounds * kept,
                                     thread_name_prefix="kept-check")
         pending: list = []
         try:
@@ -275,7 +275,7 @@ class GradingSession:
                     reference_ms = ref.call_ms(blank_ms)
                     too_slow = TooSlow(reference_ms=reference_ms, blank_ms=blank_ms,
                                        limit=1.25 * scoring.zero_marks_ratio)
-                    sub = self.paced(server, self._pace(samples, keep=config.kept_samples, stop_when=too_slow))
+                    sub = self.paced(server, self._pace(samples, keep=kept, stop_when=too_slow))
                     dumps = [(server.dump(k.slot, self.tmp), k) for k in sub.kept if not sub.wrong]
                 if number == config.timing_rounds and server is not self.audit_server:
                     self.bench_clocks += server.close()  # the GPU is free for the kept samples' checks

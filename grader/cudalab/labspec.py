@@ -76,6 +76,13 @@ class Scoring:
     # the hand-in check's smoke run): a hung or hopelessly slow program is stopped here
     # instead of holding the GPU for the grader's general process limit.
     time_limit_s: float = 30.0
+    # Timed samples per submission session that the auditor keeps for the trusted checker;
+    # 0: the grader's default (Config.kept_samples). A lab whose timed output the auditor's
+    # own verification cannot judge closely (one float: reduction's sum) keeps more.
+    kept_samples: int = 0
+
+    def kept(self, default: int) -> int:
+        return self.kept_samples or default
 
 
 @dataclass(frozen=True)
@@ -370,7 +377,12 @@ def load(path: str | Path) -> LabSpec:
         zero_marks_ratio=float(_require(sc, "zero_marks_ratio", (int, float), in_scoring)),
         reference=sc.get("reference", ""),
         time_limit_s=_time_limit(sc.get("time_limit_s", Scoring.time_limit_s), in_scoring),
+        kept_samples=sc.get("kept_samples", 0),
     )
+    if (isinstance(scoring.kept_samples, bool) or not isinstance(scoring.kept_samples, int)
+            or not 0 <= scoring.kept_samples <= 16):
+        raise LabSpecError(f"{in_scoring}: 'kept_samples' must be a whole number from 1 to 16 (timed samples per "
+                           "session the checker judges), or left out for the grader's default")
     if not isinstance(scoring.reference, str):
         raise LabSpecError(f"{in_scoring}: 'reference' must be the source of a [[ladder]] rung, e.g. \"ladder/tiled.cu\"")
     if scoring.reference and scoring.reference not in {r.source for r in ladder}:
