@@ -44,6 +44,27 @@ def test_the_suite_covers_every_attack_the_grader_defends_against():
     assert {e.lab for e in ENTRIES} >= {"vector_add", "reduction"}
 
 
+def test_a_repeated_entry_passes_only_if_every_grade_matched():
+    def row(case, grade, problems=()):
+        return {"case": case, "grade": grade, "expected": "correctness full, performance zero",
+                "actual": "10/10 cases, performance zero", "points": "70/100", "seconds": 1.0,
+                "problems": list(problems)}
+
+    rows = [row("vector_add/correct", ""), row("vector_add/pipe_proxy", "1/2"),
+            row("vector_add/pipe_proxy", "2/2", ["30.0 performance points, expected none"]),
+            row("vector_add/correct (again, last)", "")]
+    run = suite.SuiteRun(rows=rows, after={"processes left behind": []})
+    lines = run.table().splitlines()
+    assert lines[0] == suite.table_header()
+    assert lines[2].startswith("vector_add/pipe_proxy #1/2 ") and "as expected" in lines[2]
+    assert lines[3].startswith("vector_add/pipe_proxy #2/2 ") and "MISMATCH" in lines[3]
+    assert "vector_add/pipe_proxy: 1 of 2 grades as expected (MISMATCH: the entry fails)" in lines
+    assert not run.ok
+    rows[2]["problems"] = []
+    assert "vector_add/pipe_proxy: 2 of 2 grades as expected" in suite.SuiteRun(rows=rows).table().splitlines()
+    assert suite.SuiteRun(rows=rows).ok
+
+
 @pytest.mark.needs_build
 def test_each_entry_builds_as_expected(tmp_path):
     """Compile-time verdicts come from the sandboxed build alone: what must not compile
