@@ -40,7 +40,9 @@ def test_the_suite_covers_every_attack_the_grader_defends_against():
     assert {"overwrites_trusted_binary", "writes_outside", "includes_solution", "reads_files_at_run_time",
             "setsid_daemon", "fork_storm", "host_memory_hog", "gpu_memory_hog", "network", "defines_main",
             "overrides_event_timing", "overrides_harness_symbol", "slow_cache_by_contents_host",
-            "slow_cache_by_contents_device", "rewrites_its_json", "rewrites_its_dumps"} <= names
+            "slow_cache_by_contents_device", "rewrites_its_json", "rewrites_its_dumps", "pipe_proxy",
+            "patched_event_timer", "stalls_blanks_host_thread", "stalls_blanks_gpu_queue", "hidden_stream_work",
+            "skips_after_kept_sample", "renames_output"} <= names
     assert {e.lab for e in ENTRIES} >= {"vector_add", "reduction"}
 
 
