@@ -64,7 +64,10 @@ constexpr int kWorkThreads = 224;       // 7 warps
 constexpr int kWorkBlocksPerSm = 9;     // 63 of an H100's 64 warp slots: one is left for the gate
 constexpr int kHoldThreads = 256;
 constexpr unsigned long long kHoldExtraNs = 50'000;
-constexpr long long kShortestSampleLine = 40;  // 'sample N SEED KEY KIND\n' has a 32-digit key
+// 'sample N SEED KEY KIND\n' is 50 to 74 characters (a 32-digit key, a seed of up to 20),
+// 'drop\n' and 'keep\n' are 5: one sample line, with or without a decision before it.
+constexpr long long kShortestSampleLine = 40;
+constexpr long long kTwoSampleLines = 100;
 constexpr long long kPreparationMarginNs = 40'000;
 
 struct Progress {
@@ -212,8 +215,13 @@ void* stall_blank_samples(void*) {
     int delays = 0;
     unsigned long long holds = 0;
     while (characters(io_fd, now)) {
-        if (now.read - before.read >= kShortestSampleLine) {
-            // A sample line reached the harness: give it the time a timed sample takes to call.
+        // One sample line (and perhaps a 'drop' or 'keep') since the last look: a sample has
+        // just begun. (Two or more: this thread was not running for a whole sample, and
+        // cannot tell where the harness is.)
+        const long long line = now.read - before.read;
+        if (line >= kShortestSampleLine && line < kTwoSampleLines) {
+            // Give it the time a timed sample takes to call the code under test.
+            const Characters at_line = now;
             const long long read_at = host_ns();
             long long grace = 300'000;
             if (delays > 0) {
@@ -228,7 +236,7 @@ void* stall_blank_samples(void*) {
             const unsigned long long calls = g_calls.load();
             if (calls != calls_seen) {
                 call_delays_ns[delays++ % 16] = std::max(0LL, g_last_call_ns.load() - read_at);
-            } else if (characters(io_fd, now) && now.written == before.written) {
+            } else if (characters(io_fd, now) && now.written == at_line.written) {
                 // A blank sample whose 'done' has not been written yet: hold it up.
                 hold_every_sm<<<w.hold_grid, kHoldThreads, 0, w.hold_stream>>>(w.progress, w.device_calls, calls_seen,
                                                                                ++holds);
