@@ -185,8 +185,8 @@ Work& work() {
 void vector_add(const float* a, const float* b, float* c, std::size_t n) {
     Work& w = work();
     const unsigned long long target = ++w.calls * w.grid;
-    const bool aligned = reinterpret_cast<std::uintptr_t>(a) % 16 == 0 && reinterpret_cast<std::uintptr_t>(b) % 16 == 0 &&
-                         reinterpret_cast<std::uintptr_t>(c) % 16 == 0;
+    const auto aligned16 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+    const bool aligned = aligned16(a) && aligned16(b) && aligned16(c);
     LABKIT_CHECK(cudaEventRecord(w.inputs_ready, cudaStreamLegacy));
     LABKIT_CHECK(cudaStreamWaitEvent(w.stream, w.inputs_ready, 0));
     add_passes_holding_every_sm<<<w.grid, kWorkThreads, 0, w.stream>>>(a, b, c, n, aligned ? n / 4 : 0, kPasses,
