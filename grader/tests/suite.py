@@ -3,7 +3,7 @@ through the sandbox, each held to its expect.toml, and the machine checked after
 what no submission may leave behind (a changed official binary, a file written outside its
 run folder, a live process, a network connection that got through).
 
-    python3 grader/tests/suite.py [--lab LAB]... [--name ENTRY]... [--json FILE]   # prints the table last
+    python3 grader/tests/suite.py [--lab LAB]... [--name ENTRY]... [--repeat N] [--json FILE]   # prints the table last
 
 test_submissions.py runs the same code under pytest (GPU tests).
 
@@ -11,6 +11,10 @@ expect.toml: status (graded | compile_error | forbidden), correctness (none | pa
 performance (any | zero), optional run_status, message_contains (words the result's
 messages must hold), timing_flagged, and why (what the submission does, and why it
 deserves that verdict).
+
+--repeat N grades every entry but the controls N times (a verdict that depends on chance,
+such as which sample the grader keeps or how samples are ordered, shows up as a row that
+differs); every grade is a row, and an entry passes only if all of its grades matched.
 """
 from __future__ import annotations
 
@@ -48,6 +52,7 @@ class Entry:
     name: str
     folder: Path
     expect: dict
+    grade: str = ""  # which of several grades of the entry this is ("2/3"), or ""
 
     @property
     def label(self) -> str:
@@ -198,20 +203,37 @@ class SuiteRun:
     def ok(self) -> bool:
         return all(not r["problems"] for r in self.rows) and not any(self.after.values())
 
+    def repeated(self) -> dict[str, list[dict]]:
+        """The rows of each entry graded several times (--repeat), in the order graded."""
+        by_entry: dict[str, list[dict]] = {}
+        for r in self.rows:
+            if r.get("grade"):
+                by_entry.setdefault(r["case"], []).append(r)
+        return by_entry
+
     def table(self) -> str:
         lines = [f"{'case':44} {'expected':34} {'actual':34} {'points':>9} {'time':>6}  verdict"]
         for r in self.rows:
-            lines.append(f"{r['case'][:44]:44} {r['expected'][:34]:34} {r['actual'][:34]:34} "
+            case = f"{r['case'][:42 - len(r['grade'])]} #{r['grade']}" if r.get("grade") else r["case"][:44]
+            lines.append(f"{case:44} {r['expected'][:34]:34} {r['actual'][:34]:34} "
                          f"{r['points']:>9} {r['seconds']:5.1f}s  {'as expected' if not r['problems'] else 'MISMATCH: ' + '; '.join(r['problems'])}")
+        for entry, rows in self.repeated().items():
+            matched = sum(not r["problems"] for r in rows)
+            lines.append(f"{entry}: {matched} of {len(rows)} grades as expected"
+                         + ("" if matched == len(rows) else " (MISMATCH: the entry fails)"))
         lines.append("after the suite: " + "; ".join(
             f"{what}: {', '.join(v) if v else 'none'}" for what, v in self.after.items()))
         return "\n".join(lines)
 
 
 def run_suite(config: Config, labs: list[str] | None = None, on_row=None,
-              names: list[str] | None = None) -> SuiteRun:
+              names: list[str] | None = None, repeat: int = 1) -> SuiteRun:
     """Grade every entry (builds side by side, GPU runs one at a time), the lab's `correct`
-    entry first and again last: a good submission grades the same after the hostile ones."""
+    entry first and again last: a good submission grades the same after the hostile ones.
+    With repeat > 1 every other entry is graded that many times, all of them once and then
+    all again, each grade a row of its own."""
+    if repeat < 1:
+        raise ValueError("repeat must be at least 1")
     run = SuiteRun()
     listener = Listener()
     try:
@@ -220,7 +242,10 @@ def run_suite(config: Config, labs: list[str] | None = None, on_row=None,
             by_lab.setdefault(entry.lab, []).append(entry)
         for lab, lab_entries in by_lab.items():
             control = next((e for e in lab_entries if e.name == "correct"), None)
-            order = ([control] if control else []) + [e for e in lab_entries if e is not control]
+            hostile = [e for e in lab_entries if e is not control]
+            order = ([control] if control else []) + [
+                Entry(e.lab, e.name, e.folder, e.expect, f"{i}/{repeat}" if repeat > 1 else "")
+                for i in range(1, repeat + 1) for e in hostile]
             if control:
                 order.append(Entry(lab, "correct (again, last)", control.folder, control.expect))
             pending = iter(order)
@@ -229,7 +254,8 @@ def run_suite(config: Config, labs: list[str] | None = None, on_row=None,
             def done(folder, result, pending=pending, clock=clock):
                 entry = next(pending)  # grade_many reports in the order it was given
                 now = time.monotonic()
-                row = {"case": entry.label, "expected": entry.expected_words(), "actual": actual_words(result),
+                row = {"case": entry.label, "grade": entry.grade, "expected": entry.expected_words(),
+                       "actual": actual_words(result),
                        "points": (f"{result['score']['total']:g}/{result['score']['total_max']:g}"
                                   if result.get("score") else "-"),
                        "seconds": now - clock["last"], "problems": mismatches(entry, result),
@@ -257,12 +283,18 @@ def main() -> int:
     parser.add_argument("--lab", action="append", help="only this lab's entries (repeatable)")
     parser.add_argument("--name", action="append", help="only this entry (repeatable; the lab's control "
                         "`correct` always runs too)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="grade every entry but the controls N times; each grade is a row, and an entry "
+                        "passes only if all of its grades match (default 1)")
     parser.add_argument("--json", type=Path, help="write every row as JSON here")
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error("--repeat needs a whole number of at least 1")
     config = Config.load()
-    run = run_suite(config, args.lab, names=args.name, on_row=lambda r: print(f"  {r['case']}: {r['actual']} "
-                                                             f"({'ok' if not r['problems'] else r['problems']})",
-                                                             file=sys.stderr, flush=True))
+    run = run_suite(config, args.lab, names=args.name, repeat=args.repeat,
+                    on_row=lambda r: print(f"  {r['case']}: {r['actual']} "
+                                           f"({'ok' if not r['problems'] else r['problems']})",
+                                           file=sys.stderr, flush=True))
     if args.json:
         args.json.write_text(json.dumps({"rows": run.rows, "after": run.after}, indent=1))
     print(run.table())

@@ -40,8 +40,31 @@ def test_the_suite_covers_every_attack_the_grader_defends_against():
     assert {"overwrites_trusted_binary", "writes_outside", "includes_solution", "reads_files_at_run_time",
             "setsid_daemon", "fork_storm", "host_memory_hog", "gpu_memory_hog", "network", "defines_main",
             "overrides_event_timing", "overrides_harness_symbol", "slow_cache_by_contents_host",
-            "slow_cache_by_contents_device", "rewrites_its_json", "rewrites_its_dumps"} <= names
+            "slow_cache_by_contents_device", "rewrites_its_json", "rewrites_its_dumps", "pipe_proxy",
+            "patched_event_timer", "stalls_blanks_host_thread", "stalls_blanks_gpu_queue", "hidden_stream_work",
+            "skips_after_kept_sample", "renames_output"} <= names
     assert {e.lab for e in ENTRIES} >= {"vector_add", "reduction"}
+
+
+def test_a_repeated_entry_passes_only_if_every_grade_matched():
+    def row(case, grade, problems=()):
+        return {"case": case, "grade": grade, "expected": "correctness full, performance zero",
+                "actual": "10/10 cases, performance zero", "points": "70/100", "seconds": 1.0,
+                "problems": list(problems)}
+
+    rows = [row("vector_add/correct", ""), row("vector_add/pipe_proxy", "1/2"),
+            row("vector_add/pipe_proxy", "2/2", ["30.0 performance points, expected none"]),
+            row("vector_add/correct (again, last)", "")]
+    run = suite.SuiteRun(rows=rows, after={"processes left behind": []})
+    lines = run.table().splitlines()
+    assert lines[0] == suite.table_header()
+    assert lines[2].startswith("vector_add/pipe_proxy #1/2 ") and "as expected" in lines[2]
+    assert lines[3].startswith("vector_add/pipe_proxy #2/2 ") and "MISMATCH" in lines[3]
+    assert "vector_add/pipe_proxy: 1 of 2 grades as expected (MISMATCH: the entry fails)" in lines
+    assert not run.ok
+    rows[2]["problems"] = []
+    assert "vector_add/pipe_proxy: 2 of 2 grades as expected" in suite.SuiteRun(rows=rows).table().splitlines()
+    assert suite.SuiteRun(rows=rows).ok
 
 
 @pytest.mark.needs_build
