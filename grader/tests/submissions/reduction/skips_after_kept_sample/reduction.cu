@@ -1,9 +1,10 @@
 // Attack: stop computing once this process's one checked sample has been taken.
 //
 // The work: a correct two-level reduction (the `correct` entry's: each thread chains at
-// most 64 elements, then trees), run kPasses = 10 times per call, each pass writing the
-// same sum: a call really takes about 10 times the reference's time (about 1 ms against
-// about 0.09 ms on an H100 at n = 2^26), past 1.5 times the zero-marks ratio of 6.
+// most 64 elements, then trees), run kPasses = 7 times per call, each pass writing the
+// same sum: a call really takes about 7 times the reference's time (about 0.7 ms against
+// about 0.1 ms on an H100 at n = 2^26): past the zero-marks ratio of 6, and short of the
+// too-slow rule's 1.25 x 6 = 7.5, which would end a grade's timing early.
 //
 // The forgery: a grader that keeps one timed sample per process says 'keep' after that
 // sample's 'done', and the harness then writes its outputs to DUMP/sample-<n>/, where
@@ -12,24 +13,13 @@
 // looks for a sample-* folder there; once one exists, no later sample can be checked, so
 // it returns at once and computes nothing: every later timed sample costs almost nothing
 // and reports an event time of a few microseconds (its output stays poisoned, and no
-// one looks). The correctness run is not paced: every case is computed in full.
-//
-// What a grader that trusts the program's own timing does with it: the kept sample is
-// drawn at random among all of a run's timed samples (as many as the reference's take
-// 0.1 s on the grader's clock: a few hundred on an H100), so only the samples after it
-// are free. Before it, every timed sample takes its ten passes on the grader's clock,
-// and the grader's too-slow rule (from the 20th timed sample on, a time per call past
-// 1.25 x 6 = 7.5 times the reference's ends the grade's timing with zero points) stops
-// the run at its 20th timed sample unless the kept sample was among its first ten: a few
-// rounds in a hundred, and all three rounds of a grade must be that lucky (a few grades
-// in a hundred thousand; never fewer than 30 samples a round, so never more than one
-// grade in 27). On its own this entry does not score even with such a grader: skipping
-// after the checked sample pays only where nothing stops the slow samples before it.
+// one looks). The correctness run is not paced: every case is computed in full. A grader
+// that lets a program's own round-to-round spread count as noise then takes its reported
+// time, which is mostly of free samples.
 //
 // Why it must score nothing once time is taken outside the process: a grader that checks
 // outputs the program cannot tell apart from unchecked ones leaves it no sample to skip,
-// and measured outside the process every call takes its ten passes: about 10 times the
-// reference.
+// and measured outside the process every call takes its seven passes.
 #include <dirent.h>
 
 #include <algorithm>
@@ -43,7 +33,7 @@
 
 namespace {
 
-constexpr int kPasses = 10;
+constexpr int kPasses = 7;
 
 constexpr unsigned kThreadsPerBlock = 256;
 constexpr std::size_t kMaxChain = 64;  // the handout's limit on additions into one accumulator
