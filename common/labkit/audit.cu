@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <regex>
@@ -275,9 +276,23 @@ public:
     const SharedArena& arena() const { return *arena_; }
     int slots() const { return static_cast<int>(slots_.size()) - 1; }
 
-    // Fresh inputs from `seed`, poisoned outputs, a cold L2; finished on the device.
-    void prepare(std::uint64_t seed) {
-        shared_->fill_inputs(seed);
+    // The inputs of the next sample, generated from `seed` into the auditor's own case (off
+    // the clock: the program cannot see them there); finished on the device.
+    void stage(std::uint64_t seed) {
+        own_->fill_inputs(seed);
+        LABKIT_CHECK(cudaDeviceSynchronize());
+    }
+
+    // The staged inputs copied into the shared arena, poisoned outputs, a cold L2; finished
+    // on the device. On the clock: whatever else the program's process ran on the GPU now
+    // would have to wait for this, and be timed.
+    void prepare() {
+        const auto& shared_inputs = shared_->inputs();
+        const auto& own_inputs = own_->inputs();
+        for (std::size_t i = 0; i < own_inputs.size(); ++i)
+            if (own_inputs[i]->bytes())
+                LABKIT_CHECK(cudaMemcpyAsync(shared_inputs[i]->data(), own_inputs[i]->data(), own_inputs[i]->bytes(),
+                                             cudaMemcpyDeviceToDevice));
         shared_->poison_outputs();
         timer_.make_l2_cold();
         LABKIT_CHECK(cudaDeviceSynchronize());
@@ -294,10 +309,9 @@ public:
         LABKIT_CHECK(cudaDeviceSynchronize());
     }
 
-    // What is wrong with the sealed sample in `slot`, made from `seed`, in words; "" when
-    // nothing is.
-    std::string verify(std::uint64_t seed, int slot) {
-        own_->prepare(seed);
+    // What is wrong with the sealed sample in `slot`, made from the staged inputs, in words;
+    // "" when nothing is.
+    std::string verify(int slot) {
         const auto& shared_inputs = shared_->inputs();
         const auto& own_inputs = own_->inputs();
         for (std::size_t i = 0; i < own_inputs.size(); ++i) {
@@ -309,6 +323,8 @@ public:
                        std::to_string(wrote.size()) + " elements differ from what the grader wrote (the first at [" +
                        std::to_string(changed.first) + "]); the lab's inputs are read-only";
         }
+        own_->poison_outputs();
+        own_->fill_workspaces_with_garbage();
         own_->run().run();
         LABKIT_CHECK_LAUNCH();
         LABKIT_CHECK(cudaDeviceSynchronize());
@@ -400,10 +416,13 @@ std::optional<double> parse_ms(const std::string& text) {
 // The sample number the grader sent, as a word.
 std::uint64_t grader_number(const std::string& word, const char* what) { return parse_u64(word, what); }
 
-// The program under test, as the grader attached it: its pipes, read and written here only.
+// A program being timed, as the grader attached it: its pipes, read and written here only,
+// and whether it is official (the course's reference: blank samples, nothing to verify) or
+// a submission (every sample verified; never a blank, which it could tell apart).
 class Program {
 public:
-    Program(int to_program, int from_program) : channel_(from_program, to_program) {}
+    Program(int to_program, int from_program, int timeout_ms, bool official)
+        : channel_(from_program, to_program), timeout_ms_(timeout_ms), official_(official) {}
     Program(const Program&) = delete;
     Program& operator=(const Program&) = delete;
     ~Program() {
@@ -411,14 +430,24 @@ public:
         ::close(channel_.out());
     }
     LineChannel& channel() { return channel_; }
+    int timeout_ms() const { return timeout_ms_; }
+    bool official() const { return official_; }
 
 private:
     LineChannel channel_;
+    int timeout_ms_;
+    bool official_;
 };
 
 // How long the auditor spins before it sleeps on the program's answer: a spinning reader
 // sees the answer at once, which keeps the sample's end on the grader's clock sharp.
 constexpr int kAnswerSpinUs = 20000;
+
+// A plain name for an attached program (the grader's word for it).
+bool plain_name(const std::string& word) {
+    static const std::regex plain("[A-Za-z0-9_-]{1,64}");
+    return std::regex_match(word, plain);
+}
 
 }  // namespace
 
@@ -442,8 +471,8 @@ int run_auditor(const Problem& problem, const MakeDeviceRun& make_run, const Cas
              {"copy_gbps", floor.copy_gbps}, {"fp32_tflops", floor.fp32_tflops}, {"floor_ms", floor.floor_ms},
              {"arena_bytes", audit.arena().bytes()}, {"slots", audit.slots()}};
     std::uint64_t samples = 0, verified = 0, differed = 0, breaches = 0;
-    std::unique_ptr<Program> program;
-    int answer_timeout_ms = 0;
+    std::map<std::string, std::unique_ptr<Program>> programs;
+    bool staged = false;
     auto say = [&](const std::string& line) {
         if (!grader.write_line(line)) throw UsageError("the grader went away");
     };
@@ -454,36 +483,46 @@ int run_auditor(const Problem& problem, const MakeDeviceRun& make_run, const Cas
         if (got.status != LineChannel::Status::line) throw UsageError("an unreadable control line from the grader");
         const auto w = split_words(got.line);
         const std::string verb = w.empty() ? "" : w[0];
-        if (verb == "attach" && w.size() == 2 && fds.size() == 2) {
-            program.reset();
-            answer_timeout_ms = static_cast<int>(grader_number(w[1], "attach's timeout"));
-            program = std::make_unique<Program>(fds[0], fds[1]);
-            say("attached");
+        if (verb == "attach" && w.size() == 4 && fds.size() == 2 && plain_name(w[1]) &&
+            (w[3] == "official" || w[3] == "student")) {
+            programs[w[1]] = std::make_unique<Program>(
+                fds[0], fds[1], static_cast<int>(grader_number(w[2], "attach's timeout")), w[3] == "official");
+            say("attached " + w[1]);
             continue;
         }
         for (const int fd : fds) ::close(fd);
-        if (verb == "detach" && w.size() == 1) {
-            program.reset();
-            say("detached");
+        if (verb == "detach" && w.size() == 2) {
+            programs.erase(w[1]);
+            say("detached " + w[1]);
+        } else if (verb == "stage" && w.size() == 2) {
+            audit.stage(grader_number(w[1], "stage seed"));
+            staged = true;
+            say("staged");
         } else if (verb == "sample" && w.size() == 5) {
             const std::string& n = w[1];
-            const std::uint64_t seed = grader_number(w[2], "sample seed");
+            (void)grader_number(n, "sample number");
+            const std::string& name = w[2];
             const std::string& kind = w[3];
             const int slot = std::stoi(w[4]);
-            if (kind != "timed" && kind != "warmup" && kind != "blank")
-                throw UsageError("unknown sample kind '" + quote_for_message(kind) + "'");
-            if (slot < -1 || slot >= audit.slots()) throw UsageError("no slot " + w[4]);
-            if (!program) throw UsageError("'sample' with no program attached");
+            const auto found = programs.find(name);
+            if (found == programs.end()) throw UsageError("'sample' for '" + quote_for_message(name) + "', not attached");
+            Program& program = *found->second;
+            if ((kind != "timed" && kind != "blank") || (kind == "blank" && !program.official()))
+                throw UsageError("a '" + quote_for_message(kind) + "' sample for " + name + ": blanks are for official programs");
+            if (slot < -1 || slot >= audit.slots() || (slot >= 0 && program.official()))
+                throw UsageError("no slot " + w[4] + " for " + name);
+            if (!staged) throw UsageError("'sample' before 'stage'");
+            staged = false;
             ++samples;
-            LineChannel& to = program->channel();
+            LineChannel& to = program.channel();
             auto breach = [&](const std::string& what) {
                 ++breaches;
-                program.reset();
-                say("breach " + n + " " + what);
+                programs.erase(name);
+                say("breach " + n + " " + name + " " + what);
             };
             auto closed = [&] {
-                program.reset();
-                say("closed " + n);
+                programs.erase(name);
+                say("closed " + n + " " + name);
             };
             if (to.has_unasked_input()) {
                 const std::string said = to.drain_for_message();
@@ -491,18 +530,18 @@ int run_auditor(const Problem& problem, const MakeDeviceRun& make_run, const Cas
                 else breach("wrote '" + said + "' before it was asked for anything");
                 continue;
             }
-            audit.prepare(seed);
+            audit.prepare();
             if (!to.write_line(kind == "blank" ? "go " + n + " blank" : "go " + n)) {
                 closed();
                 continue;
             }
-            const LineChannel::Read answer = to.read_line(answer_timeout_ms, kAnswerSpinUs);
+            const LineChannel::Read answer = to.read_line(program.timeout_ms(), kAnswerSpinUs);
             if (answer.status == LineChannel::Status::closed) {
                 closed();
                 continue;
             }
             if (answer.status == LineChannel::Status::timed_out) {
-                breach("gave no answer to 'go " + n + "' within " + number_text(answer_timeout_ms / 1000.0) + " s");
+                breach("gave no answer to 'go " + n + "' within " + number_text(program.timeout_ms() / 1000.0) + " s");
                 continue;
             }
             if (answer.status != LineChannel::Status::line) {
@@ -528,11 +567,11 @@ int run_auditor(const Problem& problem, const MakeDeviceRun& make_run, const Cas
             }
             audit.seal(slot);
             say("sealed " + n + " " + number_text(*ms));
-            if (kind == "blank") {
+            if (kind == "blank" || program.official()) {
                 say("verified " + n);
                 continue;
             }
-            const std::string wrong = audit.verify(seed, slot);
+            const std::string wrong = audit.verify(slot);
             if (wrong.empty()) {
                 ++verified;
                 say("verified " + n);
@@ -541,9 +580,8 @@ int run_auditor(const Problem& problem, const MakeDeviceRun& make_run, const Cas
                 say("differs " + n + " " + quote_for_message(wrong, LineChannel::kMaxLine - 64));
             }
         } else if (verb == "dump" && w.size() == 3) {
-            static const std::regex plain_name("[A-Za-z0-9_-]{1,64}");
             const int slot = std::stoi(w[2]);
-            if (!std::regex_match(w[1], plain_name) || slot < 0 || slot >= audit.slots())
+            if (!plain_name(w[1]) || slot < 0 || slot >= audit.slots())
                 throw UsageError("bad dump request '" + quote_for_message(got.line) + "'");
             audit.dump(fs::path(options.dump_dir) / w[1], slot);
             say("dumped " + w[1]);

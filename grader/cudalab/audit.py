@@ -26,10 +26,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import gpu
+from . import cpus, gpu
 from .errors import GraderError
 from .runner import Runner, audit_argv, fresh_dir, paced_argv, read_untrusted_json, why_nothing_ran
-from .timing import AuditorChannel, AuditorError, ChannelClosed, Floor, LineReader, Pace, PacedRun, ProtocolError, send_line
+from .timing import (REFERENCE, STUDENT, AuditorChannel, AuditorError, Floor, LineReader, Pace, ProtocolError,
+                     SessionRun, send_line)
 
 MAX_AGE_S = 1800.0
 _START_TIMEOUT_S = 120.0   # an auditor lays its case out twice and measures the copy roof first
@@ -62,9 +63,10 @@ class _Kept:
 
         def body() -> None:
             try:
-                self.outcome, _ = runner.run(binary, argv, pass_fds=pass_fds, during=during,
-                                             timeout_s=2 * MAX_AGE_S, started=self._started, hold_gpu=False,
-                                             folder=self.folder)
+                with cpus.on_timing_cpus(runner.config):
+                    self.outcome, _ = runner.run(binary, argv, pass_fds=pass_fds, during=during,
+                                                 timeout_s=2 * MAX_AGE_S, started=self._started, hold_gpu=False,
+                                                 folder=self.folder)
             except BaseException as err:  # the sandbox could not start it: a grader problem
                 self.error = str(err)
 
@@ -180,8 +182,16 @@ class AuditServer:
                                 (to_read, from_write, arena), "reference")
         try:
             read_ready(from_read, self.case, self.layout_bytes, _START_TIMEOUT_S)
+            self._attach(REFERENCE, self._reference_pipes, "official")
         except ProtocolError as err:
             self._fail(f"the reference program {err}", culprit="reference")
+        except (AuditorError, OSError) as err:
+            self._fail(f"the auditor failed ({err})")
+
+    def _attach(self, name: str, program: ProgramPipes, role: str) -> None:
+        socket.send_fds(self._socket, [f"attach {name} {int(self.sample_timeout_s * 1000)} {role}\n".encode()],
+                        [program.to_program, program.from_program])
+        self.channel.expect(f"attached {name}", _ANSWER_TIMEOUT_S)
 
     def _fail(self, why: str, culprit: str = "auditor") -> None:
         """Ends both programs and raises GraderError: `why`, and how the culprit (the auditor
@@ -211,34 +221,31 @@ class AuditServer:
             return os.dup(self._arena_fd)
 
     # -- what its owners call ---------------------------------------------------------------
-    def session(self, pace: Pace, program: ProgramPipes) -> PacedRun:
-        """One session of `program` (a submission's), attached to the auditor. Raises
-        ProtocolError (ChannelClosed) for the program's faults, GraderError for the auditor's."""
+    def round(self, pace: Pace, student: ProgramPipes | None = None) -> SessionRun:
+        """One timing round: the reference's samples and, when `student` is given (pace.student),
+        a submission's, interleaved. Raises ProtocolError (ChannelClosed) for the submission's
+        faults, GraderError for the auditor's or the reference's (the next round starts both
+        afresh)."""
         with self._lock:
             self._ensure()
             try:
-                socket.send_fds(self._socket, [f"attach {int(pace.sample_timeout_s * 1000)}\n".encode()],
-                                [program.to_program, program.from_program])
-                self.channel.expect("attached", _ANSWER_TIMEOUT_S)
+                if student is not None:
+                    self._attach(STUDENT, student, "student")
                 try:
-                    return self.channel.session_apart(pace)
+                    with cpus.on_timing_cpus(self.runner.config):  # the grader's clock beside the programs
+                        run = self.channel.session_apart(pace)
                 finally:
-                    self.channel.send("detach")
-                    self.channel.expect("detached", _ANSWER_TIMEOUT_S)
+                    if student is not None:
+                        self.channel.send(f"detach {STUDENT}")
+                        self.channel.expect(f"detached {STUDENT}", _ANSWER_TIMEOUT_S)
+            except ProtocolError as err:
+                if err.program == REFERENCE:
+                    self._fail(f"the reference program {err}", culprit="reference")
+                raise
             except (AuditorError, OSError) as err:
                 self._fail(f"the auditor failed ({err})")
-
-    def reference_session(self, pace: Pace) -> PacedRun:
-        """One timing round's reference session, with blank samples; GraderError when it fails
-        (the next session starts both processes afresh)."""
-        with self._lock:
-            self._ensure()
-            try:
-                run = self.session(pace, self._reference_pipes)
-            except ProtocolError as err:
-                self._fail(f"the reference program {err}", culprit="reference")
-            if not run.wall_ms or not run.blank_ms or run.wrong:
-                self._fail(f"the reference's own samples failed: {run.wrong or 'none was timed'}")
+            if (not run.reference.wall_ms or not run.reference.blank_ms) and not (run.student and run.student.wrong):
+                self._fail("the reference's own samples were not timed")
             return run
 
     def dump(self, slot: int, into: Path) -> Path:

@@ -31,10 +31,29 @@ def work_cpus(config: Config) -> frozenset[int] | None:
     return frozenset(cpus[:len(cpus) - keep]) if keep > 0 else None
 
 
+def timing_cpus(config: Config) -> frozenset[int] | None:
+    """The CPUs left to timing (the highest-numbered ones), or None: all of them."""
+    work = work_cpus(config)
+    return None if work is None else usable() - work
+
+
 @contextlib.contextmanager
 def on_work_cpus(config: Config):
     """Programs started by this thread inside the block run on the work CPUs only."""
-    cpus = work_cpus(config)
+    with _on(work_cpus(config)):
+        yield
+
+
+@contextlib.contextmanager
+def on_timing_cpus(config: Config):
+    """Programs started by this thread inside the block run on the CPUs left to timing only:
+    the auditor, the programs it times and the grader's clock, away from builds and checks."""
+    with _on(timing_cpus(config)):
+        yield
+
+
+@contextlib.contextmanager
+def _on(cpus: frozenset[int] | None):
     if cpus is None:
         yield
         return

@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import __version__, build, console, gpu, images, labs, report, sanitizer
+from . import __version__, build, console, cpus, gpu, images, labs, report, sanitizer
 from .config import Config
 from .errors import (CompileError, CudalabError, GraderError, NoDeviceError, NotIsolatedError, UsageError,
                      SubmissionError)
@@ -37,7 +37,7 @@ from .runner import RUN, Runner, fresh_dir, read_untrusted_json, why_nothing_ran
 from .sandbox import ProcessResult, Sandbox, run_limits, scratch_root
 from .audit import AuditServer, ProgramPipes, read_ready
 from .scoring import case_points, score as compute_score, zero as zero_score
-from .timing import ChannelClosed, Pace, PacedRun, ProtocolError, RoundClock, TooSlow, score_clock, send_line
+from .timing import ChannelClosed, Pace, ProtocolError, RoundClock, SessionRun, TooSlow, score_clock, send_line
 
 SCHEMA = "cudalab.grade/1"
 ATTACHMENTS = "attachments"  # the folder in a grade's scratch whose files go beside feedback.md
@@ -197,16 +197,16 @@ class GradingSession:
         return body
 
     # -- performance ------------------------------------------------------------------------
-    def _pace(self, samples: int | None, keep: int, blanks: bool = False, stop_when=None) -> Pace:
+    def _pace(self, samples: int | None, keep: int, stop_when=None) -> Pace:
         c = self.config
         return Pace(warmup=c.timing_warmup, samples=samples, target_s=c.timing_target_s, samples_min=c.samples_min,
-                    samples_max=c.samples_max, keep=keep, sample_timeout_s=c.sample_timeout_s, blanks=blanks,
+                    samples_max=c.samples_max, keep=keep, sample_timeout_s=c.sample_timeout_s, student=True,
                     stop_when=stop_when)
 
-    def paced(self, server: AuditServer, pace: Pace) -> PacedRun:
-        """The submission's session of one round: a fresh process of its program, laid out in
-        the auditor's shared arena and attached to the auditor (audit.py); raises
-        _PerformanceZero when it fails or breaks the protocol."""
+    def paced(self, server: AuditServer, pace: Pace) -> SessionRun:
+        """One timing round: a fresh process of the submission's program, laid out in the
+        auditor's shared arena and timed by the auditor beside the reference (audit.py);
+        raises _PerformanceZero when it fails or breaks the protocol."""
         case = self.spec.scoring.timing_case
         to_child_read, to_child_write = os.pipe()
         from_child_read, from_child_write = os.pipe()
@@ -216,7 +216,7 @@ class GradingSession:
         def talk() -> bool:
             try:
                 read_ready(from_child_read, case, server.layout_bytes, self.config.sample_timeout_s)
-                outcome["run"] = server.session(pace, ProgramPipes(to_child_write, from_child_read))
+                outcome["run"] = server.round(pace, ProgramPipes(to_child_write, from_child_read))
                 send_line(to_child_write, "end")  # it writes its run JSON and exits
                 return True
             except ChannelClosed:  # the program ended by itself: its exit says why
@@ -231,18 +231,20 @@ class GradingSession:
                 os.close(from_child_read)
                 os.close(to_child_write)
 
-        result, folder = self.runner.run(self.submission,
-                                         server.program_argv(to_child_read, from_child_write, arena),
-                                         pass_fds=(to_child_read, from_child_write, arena), during=talk)
+        with cpus.on_timing_cpus(self.config):  # beside the auditor, away from builds and checks
+            result, folder = self.runner.run(self.submission,
+                                             server.program_argv(to_child_read, from_child_write, arena),
+                                             pass_fds=(to_child_read, from_child_write, arena), during=talk)
         self._discard(folder)
         if "grader" in outcome:
             raise outcome["grader"]
-        run: PacedRun | None = outcome.get("run")
+        run: SessionRun | None = outcome.get("run")
         if "error" in outcome:
             raise _PerformanceZero(f"In the timed runs on {case}, {outcome['error']}. The timing protocol is part of "
                                    "the lab's harness: a program that changes how it talks to the grader earns no "
                                    "performance points.", flagged=True)
-        if run is None or result.exit_code != Harness.PASSED or not (run.wall_ms or run.wrong):
+        if (run is None or result.exit_code != Harness.PASSED
+                or not (run.student.wall_ms or run.student.wrong or run.student.stopped_early)):
             raise _PerformanceZero(f"In the timed runs on {case}, {failure_reason(result)}.")
         return run
 
@@ -254,28 +256,22 @@ class GradingSession:
         rounds: list[RoundClock] = []
         samples = None
         kept = scoring.kept(config.kept_samples)
+        too_slow = TooSlow(limit=1.25 * scoring.zero_marks_ratio)
         # The auditor and the reference's program serve every round (audit.py): the batch's
         # for this GPU where it gives them, else this grade's own, ended after the last round.
         server = self.audit_server or AuditServer(self.runner, self.reference, case, config.sample_timeout_s, kept)
         # Each round's kept samples are checked while the next rounds run: the checker is on
         # the work CPUs (cpus.py), never on those left to timing, and reads only its own dump.
-        checks = ThreadPoolExecutor(max_workers=config.timing_rounds * kept,
-                                    thread_name_prefix="kept-check")
+        checks = ThreadPoolExecutor(max_workers=config.timing_rounds * kept, thread_name_prefix="kept-check")
         pending: list = []
         try:
             for number in range(1, config.timing_rounds + 1):
-                with gpu.exclusive(config.gpu_device):  # a round's two sessions back to back, the GPU alone
+                with gpu.exclusive(config.gpu_device):  # a round's samples, the GPU alone
                     self.gpu_waits.append(gpu.wait_until_idle(config.gpu_idle_wait_s, device=config.gpu_device,
                                                               ignore=server.pids()))
                     console.info(f"Timing round {number} of {config.timing_rounds} on {case}")
-                    ref = server.reference_session(self._pace(samples, keep=0, blanks=True))
-                    samples = samples or ref.timed
-                    perf["samples"] = samples
-                    blank_ms = ref.blank_median_ms()
-                    reference_ms = ref.call_ms(blank_ms)
-                    too_slow = TooSlow(reference_ms=reference_ms, blank_ms=blank_ms,
-                                       limit=1.25 * scoring.zero_marks_ratio)
-                    sub = self.paced(server, self._pace(samples, keep=kept, stop_when=too_slow))
+                    run = self.paced(server, self._pace(samples, keep=kept, stop_when=too_slow))
+                    sub = run.student
                     dumps = [(server.dump(k.slot, self.tmp), k) for k in sub.kept if not sub.wrong]
                 if number == config.timing_rounds and server is not self.audit_server:
                     self.bench_clocks += server.close()  # the GPU is free for the kept samples' checks
@@ -284,7 +280,11 @@ class GradingSession:
                         f"In the timed runs on {case}, {sub.wrong}. Code that is fast but wrong earns no performance "
                         "points: every call must do the whole computation, on the inputs it is given, before it "
                         "returns.")
+                samples = samples or run.reference.timed
+                perf["samples"] = samples
                 pending += [checks.submit(self._check_kept_sample, dump, k) for dump, k in dumps]
+                blank_ms = run.reference.blank_median_ms()
+                reference_ms = run.reference.call_ms(blank_ms)
                 rounds.append(RoundClock(reference_ms=reference_ms, student_ms=sub.call_ms(blank_ms),
                                          blank_ms=blank_ms, student_reported_ms=sub.reported_median_ms()))
                 perf["rounds"].append({**asdict(rounds[-1]), "kept_samples": [k.number for k in sub.kept]})

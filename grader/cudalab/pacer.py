@@ -17,7 +17,8 @@ import json
 import subprocess
 import sys
 
-from .timing import AuditorChannel, AuditorError, ChannelClosed, KeptSample, Pace, PacedRun, ProtocolError, TooSlow
+from .timing import (AuditorChannel, AuditorError, ChannelClosed, KeptSample, Pace, PacedRun, ProtocolError,
+                     SessionRun, TooSlow)
 
 _ERRORS = {"closed": ChannelClosed, "protocol": ProtocolError, "auditor": AuditorError}
 
@@ -33,13 +34,19 @@ def _pace_from_json(data: dict) -> Pace:
     return Pace(**data, stop_when=TooSlow(**stop) if stop is not None else None)
 
 
-def _run_json(run: PacedRun) -> dict:
-    return {**dataclasses.asdict(run), "kept": [dataclasses.asdict(k) for k in run.kept]}
+def _run_json(run: SessionRun) -> dict:
+    return {"reference": dataclasses.asdict(run.reference),
+            "student": dataclasses.asdict(run.student) if run.student is not None else None}
 
 
-def _run_from_json(data: dict) -> PacedRun:
+def _paced_from_json(data: dict) -> PacedRun:
     kept = [KeptSample(**k) for k in data.pop("kept")]
     return PacedRun(**data, kept=kept)
+
+
+def _run_from_json(data: dict) -> SessionRun:
+    student = data["student"]
+    return SessionRun(_paced_from_json(data["reference"]), _paced_from_json(student) if student is not None else None)
 
 
 def _kind(err: Exception) -> str:
@@ -48,7 +55,7 @@ def _kind(err: Exception) -> str:
     return "protocol" if isinstance(err, ProtocolError) else "auditor"
 
 
-def session_in_process(channel: AuditorChannel, pace: Pace) -> PacedRun:
+def session_in_process(channel: AuditorChannel, pace: Pace) -> SessionRun:
     """One session of `channel` run by a pacer process; the channel's state (the sample
     numbers, what it had read past a line) goes there and comes back."""
     state = {"number": channel.number, "buffer": channel.reader.buffer.decode("latin-1"), "pace": _pace_json(pace)}
@@ -62,7 +69,8 @@ def session_in_process(channel: AuditorChannel, pace: Pace) -> PacedRun:
     channel.number = answer["number"]
     channel.reader.buffer = answer["buffer"].encode("latin-1")
     if "error" in answer:
-        raise _ERRORS[answer["kind"]](answer["error"])
+        error = _ERRORS[answer["kind"]]
+        raise error(answer["error"]) if error is AuditorError else error(answer["error"], answer["program"])
     return _run_from_json(answer["run"])
 
 
@@ -73,7 +81,7 @@ def main(argv: list[str]) -> int:
     try:
         answer["run"] = _run_json(channel.session(_pace_from_json(state["pace"])))
     except (ProtocolError, AuditorError) as err:
-        answer.update(error=str(err), kind=_kind(err))
+        answer.update(error=str(err), kind=_kind(err), program=getattr(err, "program", ""))
     answer.update(number=channel.number, buffer=channel.reader.buffer.decode("latin-1"))
     sys.stdout.write(json.dumps(answer))
     return 0

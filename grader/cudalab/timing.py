@@ -16,9 +16,11 @@ program cannot tell which were kept.
 
 The protocol's own cost (pipes, the auditor's preparation and seal, switching the GPU
 between processes) is measured by blank samples that only the course's reference program
-runs: "go N blank" times nothing. A process's time per call is the median of its timed
-samples less the median of the reference's blank samples in the same round. The event
-time a program reports is shown, never scored.
+runs: "go N blank" times nothing. In a timing round the reference's timed and blank samples
+and the submission's timed samples are interleaved in an order drawn in secret, so that
+whatever drifts during a round (clocks, the cost of the protocol) drifts for all three
+alike. A process's time per call is the median of its timed samples less the median of the
+blank ones. The event time a program reports is shown, never scored.
 """
 from __future__ import annotations
 
@@ -37,7 +39,11 @@ _SPIN_S = 0.005  # how long the clock's reader spins before it sleeps: a sharp e
 
 class ProtocolError(Exception):
     """The program did not follow the timing protocol; the message says how, in words that
-    start after 'the program'."""
+    start after 'the program'. `program` names which one (REFERENCE or STUDENT)."""
+
+    def __init__(self, message: str, program: str = ""):
+        super().__init__(message)
+        self.program = program
 
 
 class ChannelClosed(ProtocolError):
@@ -127,34 +133,46 @@ def send_line(fd: int, line: str, closed: type[Exception] = ChannelClosed) -> No
         raise closed(f"stopped reading its control channel ({err.strerror or err})") from None
 
 
+REFERENCE, STUDENT = "reference", "student"  # the names the auditor knows the two programs by
+
+
 @dataclass(frozen=True)
 class Pace:
-    """What one session is asked to do."""
+    """What one session (a timing round) is asked to do."""
     warmup: int
-    samples: int | None            # None: sample until target_s of timed samples have run
+    samples: int | None            # None: sample until target_s of the reference's timed samples have run
     target_s: float
     samples_min: int
     samples_max: int
-    keep: int                      # timed samples to keep for the checker (at most the auditor's slots)
+    keep: int                      # the submission's timed samples to keep for the checker
     sample_timeout_s: float
-    blanks: bool = False           # pair every timed sample with a blank one: the reference's sessions only
+    student: bool = False          # a submission is attached beside the reference
     stop_when: "TooSlow | None" = None   # ends the session early
+
+
+@dataclass
+class SessionRun:
+    """A session's samples: the reference's (timed and blank) and the submission's."""
+    reference: PacedRun = field(default_factory=PacedRun)
+    student: PacedRun | None = None
 
 
 @dataclass(frozen=True)
 class TooSlow:
-    """Ends a submission's session once its time per call on the grader's clock is clearly
-    past `limit` times the reference's (`reference_ms`, with `blank_ms` the round's measure of
-    the protocol's cost): the rest of its samples could not earn it a point. Data, not a
-    function, so that the pacer process can apply it."""
-    reference_ms: float
-    blank_ms: float
+    """Ends a session once the submission's time per call on the grader's clock is clearly
+    past `limit` times the reference's, measured in the same session: the rest of its
+    samples could not earn it a point. Data, not a function, so that the pacer process can
+    apply it."""
     limit: float
-    after: int = 20  # timed samples before it may stop a session
+    after: int = 20  # timed samples of the submission before it may stop a session
 
-    def __call__(self, run: PacedRun) -> bool:
-        return (run.timed >= self.after and self.reference_ms > 0
-                and run.call_ms(self.blank_ms) / self.reference_ms > self.limit)
+    def __call__(self, run: SessionRun) -> bool:
+        reference, student = run.reference, run.student
+        if student is None or student.timed < self.after or not reference.blank_ms or not reference.wall_ms:
+            return False
+        blank = reference.blank_median_ms()
+        reference_ms = reference.call_ms(blank)
+        return reference_ms > 0 and student.call_ms(blank) / reference_ms > self.limit
 
 
 _SEALED = re.compile(r"sealed (\d+) (\S+)")
@@ -180,13 +198,17 @@ class AuditorChannel:
     def send(self, line: str) -> None:
         send_line(self.fd, line, closed=AuditorError)
 
-    def _sample(self, kind: str, slot: int, seed: int, timeout_s: float) -> tuple[float, float, str | None]:
-        """One sample: (its time on the grader's clock in ms, the time the program reported,
-        what its verification found wrong or None). ProtocolError for the program's faults."""
+    def _sample(self, program: str, kind: str, slot: int, seed: int,
+                timeout_s: float) -> tuple[int, float, float, str | None]:
+        """One sample: its number, its time on the grader's clock in ms, the time the
+        program reported, and what its verification found wrong (None: nothing).
+        ProtocolError for a program's faults, AuditorError for the auditor's."""
+        self.send(f"stage {seed}")  # its inputs, made off the clock where the program cannot see them
+        self.expect("staged", timeout_s + 10)
         number = self.number
         self.number += 1
         started = time.perf_counter_ns()
-        self.send(f"sample {number} {seed} {kind} {slot}")
+        self.send(f"sample {number} {program} {kind} {slot}")
         # The program's own deadline is the auditor's; ours waits a little longer for it.
         line = self.reader.read_line(timeout_s + 10, _SPIN_S, closed=AuditorError, what="the auditor",
                                      bad=AuditorError)
@@ -194,10 +216,10 @@ class AuditorChannel:
         sealed = _SEALED.fullmatch(line)
         if sealed and int(sealed.group(1)) == number:
             reported = float(sealed.group(2))
-        elif line.startswith(f"breach {number} "):
-            raise ProtocolError(line[len(f"breach {number} "):])
-        elif line == f"closed {number}":
-            raise ChannelClosed("closed its control channel in the middle of the timed runs")
+        elif line.startswith(f"breach {number} {program} "):
+            raise ProtocolError(line[len(f"breach {number} {program} "):], program)
+        elif line == f"closed {number} {program}":
+            raise ChannelClosed("closed its control channel in the middle of the timed runs", program)
         else:
             raise AuditorError(f"the auditor answered sample {number} with {line[:120]!r}")
         line = self.reader.read_line(timeout_s + 10, closed=AuditorError, what="the auditor", bad=AuditorError)
@@ -205,52 +227,60 @@ class AuditorChannel:
         if not verdict or int(verdict.group(2)) != number:
             raise AuditorError(f"the auditor answered sample {number}'s verification with {line[:120]!r}")
         wrong = f"sample {number} was wrong: {verdict.group(3)}" if verdict.group(1) == "differs" else None
-        return wall_ms, reported, wrong
+        return number, wall_ms, reported, wrong
 
-    def session(self, pace: Pace, rng=secrets.SystemRandom()) -> PacedRun:
-        """One session of the program attached to the auditor. Raises ProtocolError for the
-        program's faults, AuditorError for the auditor's. A sample that fails its
-        verification ends the session (PacedRun.wrong)."""
-        run = PacedRun()
+    def session(self, pace: Pace, rng=secrets.SystemRandom()) -> SessionRun:
+        """One session: the reference's timed and blank samples and, with pace.student, the
+        submission's timed samples, interleaved in an order drawn in secret. Raises
+        ProtocolError for a program's faults, AuditorError for the auditor's. A submission's
+        sample that fails its verification ends the session (SessionRun.student.wrong)."""
+        run = SessionRun(PacedRun(), PacedRun() if pace.student else None)
         planned = pace.samples if pace.samples is not None else pace.samples_max
         # The kept samples are drawn now, in secret, among those the session will surely reach.
         drawable = pace.samples if pace.samples is not None else pace.samples_min
-        keep_at = sorted(rng.sample(range(drawable), min(pace.keep, drawable)))
+        keep_at = sorted(rng.sample(range(drawable), min(pace.keep, drawable))) if pace.student else []
         slots = {index: slot for slot, index in enumerate(keep_at)}
         timed_s = 0.0
 
-        def sample(kind: str, slot: int) -> tuple[float, float, bool]:
+        def sample(program: str, kind: str, slot: int = -1, warmup: bool = False) -> bool:
+            """One sample recorded where it belongs; False once the submission was wrong."""
             seed = rng.getrandbits(64)
-            wall_ms, reported, wrong = self._sample(kind, slot, seed, pace.sample_timeout_s)
-            if wrong and not run.wrong:
-                run.wrong = wrong
+            number, wall_ms, reported, wrong = self._sample(program, kind, slot, seed, pace.sample_timeout_s)
+            into = run.reference if program == REFERENCE else run.student
+            if wrong:
+                into.wrong = wrong
+                return False
+            if warmup:
+                return True
+            if kind == "blank":
+                into.blank_ms.append(wall_ms)
+                return True
+            into.wall_ms.append(wall_ms)
+            into.reported_ms.append(reported)
             if slot >= 0:
-                run.kept.append(KeptSample(self.number - 1, seed, slot))
-            return wall_ms, reported, wrong is None
+                into.kept.append(KeptSample(number, seed, slot))
+            return True
 
         for _ in range(pace.warmup):
-            if not sample("warmup", -1)[2]:
-                return run
+            for program in ([REFERENCE, STUDENT] if pace.student else [REFERENCE]):
+                if not sample(program, "timed", warmup=True):
+                    return run
         index = 0
         while index < planned and not (pace.samples is None and index >= pace.samples_min and timed_s >= pace.target_s):
-            # A timed sample and a blank one (the reference's sessions), in an order drawn in secret.
-            for kind in (rng.sample(["timed", "blank"], 2) if pace.blanks else ["timed"]):
-                wall_ms, reported, right = sample(kind, slots.get(index, -1) if kind == "timed" else -1)
-                if not right:
+            # The reference's timed and blank samples and the submission's, in an order drawn in secret.
+            turns = [(REFERENCE, "timed"), (REFERENCE, "blank")] + ([(STUDENT, "timed")] if pace.student else [])
+            for program, kind in rng.sample(turns, len(turns)):
+                if not sample(program, kind, slots.get(index, -1) if program == STUDENT else -1):
                     return run
-                if kind == "blank":
-                    run.blank_ms.append(wall_ms)
-                    continue
-                run.wall_ms.append(wall_ms)
-                run.reported_ms.append(reported)
-                timed_s += wall_ms / 1000.0
+                if program == REFERENCE and kind == "timed":
+                    timed_s += run.reference.wall_ms[-1] / 1000.0
             index += 1
             if pace.stop_when is not None and pace.stop_when(run):
-                run.stopped_early = True
+                run.student.stopped_early = True
                 break
         return run
 
-    def session_apart(self, pace: Pace) -> PacedRun:
+    def session_apart(self, pace: Pace) -> SessionRun:
         """session(pace), run by a process of its own (`python -m cudalab.pacer`), so that
         the grader's clock never waits for this process's other threads (a batch's builds
         and checks) to hand it the interpreter."""

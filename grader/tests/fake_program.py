@@ -104,9 +104,11 @@ def paced(a, run):
 
 
 def audit(a, run):
-    """The auditor's side (labkit/audit.hpp), with a memfd for the shared arena: it prepares,
-    seals and verifies every sample, keeps the ones it is told to, and dumps them."""
+    """The auditor's side (labkit/audit.hpp), with a memfd for the shared arena: it stages,
+    prepares, seals and verifies every sample of the programs attached to it, keeps the
+    ones it is told to, and dumps them."""
     import re
+    import select
     import socket
     case = a.bench_case[0]
     grader = socket.socket(fileno=a.control)
@@ -114,19 +116,26 @@ def audit(a, run):
     os.ftruncate(arena, ARENA)
     socket.send_fds(grader, [f"ready {case} {LAYOUT} {ARENA} {B.get('floor_ms', 0.01)} 3000 60\n".encode()], [arena])
     slots = [b""] * (a.slots + 1)
-    program, buffer, received, timeout_s = None, [b""], [], 30.0
-    pending = b""
+    programs, received, pending, staged = {}, [], [b""], None
 
     def next_command():
-        nonlocal pending
-        while b"\n" not in pending:
+        while b"\n" not in pending[0]:
             data, fds, _, _ = socket.recv_fds(grader, 4096, 4)
             if not data:
                 return None
-            pending += data
+            pending[0] += data
             received.extend(fds)
-        line, pending = pending.split(b"\n", 1)
+        line, pending[0] = pending[0].split(b"\n", 1)
         return line.decode()
+
+    def answer(line):
+        grader.sendall((line + "\n").encode())
+
+    def drop(name):
+        program = programs.pop(name, None)
+        if program:
+            os.close(program["to"])
+            os.close(program["from"])
 
     while True:
         command = next_command()
@@ -134,58 +143,57 @@ def audit(a, run):
             break
         words = command.split()
         if words[0] == "attach":
-            program, buffer, timeout_s = (received[0], received[1]), [b""], int(words[1]) / 1000.0
+            programs[words[1]] = {"to": received[0], "from": received[1], "buffer": [b""],
+                                  "timeout_s": int(words[2]) / 1000.0, "official": words[3] == "official"}
             received.clear()
-            grader.sendall(b"attached\n")
+            answer(f"attached {words[1]}")
         elif words[0] == "detach":
-            if program:
-                os.close(program[0])
-                os.close(program[1])
-            program = None
-            grader.sendall(b"detached\n")
+            drop(words[1])
+            answer(f"detached {words[1]}")
+        elif words[0] == "stage":
+            staged = int(words[1])
+            answer("staged")
         elif words[0] == "dump":
             folder = Path(a.dump) / words[1]
             folder.mkdir(parents=True, exist_ok=True)
             dump_path(folder, case).write_bytes(slots[int(words[2])].rstrip(b"\0"))
-            grader.sendall(f"dumped {words[1]}\n".encode())
+            answer(f"dumped {words[1]}")
         elif words[0] == "sample":
-            n, seed, kind, slot = words[1], int(words[2]), words[3], int(words[4])
-
-            def answer(line):
-                grader.sendall((line + "\n").encode())
-            import select
-            readable = bool(select.select([program[1]], [], [], 0)[0])
+            n, name, kind, slot = words[1], words[2], words[3], int(words[4])
+            program, seed = programs[name], staged
+            buffer = program["buffer"]
+            readable = bool(select.select([program["from"]], [], [], 0)[0])
             if readable or buffer[0]:
-                said = buffer[0] + (os.read(program[1], 80) if readable else b"")
-                answer(f"breach {n} wrote '{said.decode(errors='replace').strip()}' before it was asked for anything"
-                       if said else f"closed {n}")
-                program = None
+                said = buffer[0] + (os.read(program["from"], 80) if readable else b"")
+                answer(f"breach {n} {name} wrote '{said.decode(errors='replace').strip()}' before it was asked for "
+                       f"anything" if said else f"closed {n} {name}")
+                drop(name)
                 continue
             os.pwrite(arena, expected(seed, case).encode().ljust(REGION, b"\0"), INPUT)
             os.pwrite(arena, b"\xff" * REGION, OUTPUT)
             time.sleep(B.get("protocol_ms", 0.3) / 1000.0)
-            if not _say(program[0], f"go {n} blank" if kind == "blank" else f"go {n}"):
-                answer(f"closed {n}")
-                program = None
+            if not _say(program["to"], f"go {n} blank" if kind == "blank" else f"go {n}"):
+                answer(f"closed {n} {name}")
+                drop(name)
                 continue
             try:
-                got = _line(program[1], buffer, timeout_s)
+                got = _line(program["from"], buffer, program["timeout_s"])
             except TimeoutError:
-                answer(f"breach {n} gave no answer to 'go {n}' within {timeout_s:g} s")
-                program = None
+                answer(f"breach {n} {name} gave no answer to 'go {n}' within {program['timeout_s']:g} s")
+                drop(name)
                 continue
             if got is None:
-                answer(f"closed {n}")
-                program = None
+                answer(f"closed {n} {name}")
+                drop(name)
                 continue
             done = re.fullmatch(r"done (\d+) (\d+(?:\.\d+)?)", got)
             if not done or done.group(1) != n:
-                answer(f"breach {n} answered 'go {n}' with '{got[:80]}' instead of 'done {n} MS'")
-                program = None
+                answer(f"breach {n} {name} answered 'go {n}' with '{got[:80]}' instead of 'done {n} MS'")
+                drop(name)
                 continue
             slots[slot] = os.pread(arena, REGION, OUTPUT)
             answer(f"sealed {n} {done.group(2)}")
-            if kind == "blank":
+            if kind == "blank" or program["official"]:
                 answer(f"verified {n}")
                 continue
             given = os.pread(arena, REGION, INPUT).rstrip(b"\0").decode(errors="replace")

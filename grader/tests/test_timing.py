@@ -69,12 +69,13 @@ def test_a_reference_that_takes_no_time_is_an_error():
         score_clock([], FLOOR, 0.8)
 
 
-def test_the_early_stop_rule_uses_the_references_blank_samples():
-    from cudalab.timing import PacedRun
-    run = PacedRun(wall_ms=[2.4] * 25)
-    assert TooSlow(reference_ms=0.5, blank_ms=0.4, limit=3.0)(run)          # (2.4 - 0.4) / 0.5 = 4
-    assert not TooSlow(reference_ms=0.5, blank_ms=1.0, limit=3.0)(run)      # (2.4 - 1.0) / 0.5 = 2.8
-    assert not TooSlow(reference_ms=0.5, blank_ms=0.4, limit=3.0)(PacedRun(wall_ms=[2.4] * 5))  # too early
+def test_the_early_stop_rule_compares_with_the_reference_in_the_same_session():
+    from cudalab.timing import PacedRun, SessionRun
+    reference = PacedRun(wall_ms=[0.9] * 25, blank_ms=[0.4] * 25)  # 0.5 ms per call
+    assert TooSlow(limit=3.0)(SessionRun(reference, PacedRun(wall_ms=[2.4] * 25)))      # (2.4 - 0.4) / 0.5 = 4
+    assert not TooSlow(limit=3.0)(SessionRun(reference, PacedRun(wall_ms=[1.6] * 25)))  # 2.4
+    assert not TooSlow(limit=3.0)(SessionRun(reference, PacedRun(wall_ms=[2.4] * 5)))   # too early
+    assert not TooSlow(limit=3.0)(SessionRun(reference, None))
 
 
 # --- the grader's side of the auditor's protocol ----------------------------------------------
@@ -98,6 +99,9 @@ class FakeAuditor:
             for line in reader:
                 line = line.strip()
                 self.seen.append(line)
+                if line.startswith("stage "):
+                    say("staged")
+                    continue
                 if self.answer(line.split(), say) is False:
                     return
         except OSError:
@@ -115,15 +119,17 @@ class FakeAuditor:
 
 
 def honest(words, say):
-    """Blank samples cost the protocol's 0.5 ms, timed ones 1.5 ms more."""
-    time.sleep(0.0005 if words[3] == "blank" else 0.002)
-    say(f"sealed {words[1]} 1.5")
-    say(f"verified {words[1]}")
+    """Blank samples cost the protocol's 0.5 ms, the reference's timed ones 1.5 ms more, the
+    submission's 3 ms more."""
+    number, program, kind = words[1], words[2], words[3]
+    time.sleep(0.0005 if kind == "blank" else 0.002 if program == "reference" else 0.0035)
+    say(f"sealed {number} 1.5")
+    say(f"verified {number}")
 
 
 def pace(**overrides) -> Pace:
     values = dict(warmup=2, samples=30, target_s=1.0, samples_min=10, samples_max=500, keep=2,
-                  sample_timeout_s=5.0, blanks=False, stop_when=None)
+                  sample_timeout_s=5.0, student=True, stop_when=None)
     values.update(overrides)
     return Pace(**values)
 
@@ -132,72 +138,90 @@ def samples_seen(auditor: FakeAuditor) -> list[list[str]]:
     return [line.split() for line in auditor.seen if line.startswith("sample")]
 
 
-def test_a_reference_session_pairs_every_timed_sample_with_a_blank_in_secret_order():
+def test_a_round_interleaves_the_references_samples_and_the_submissions_in_secret_order():
     auditor = FakeAuditor(honest)
     with auditor as channel:
-        run = channel.session(pace(blanks=True, keep=0), rng=random.Random(4))
-    assert run.timed == 30 and len(run.blank_ms) == 30 and run.reported_ms == [1.5] * 30
-    assert 1.3 < run.call_ms(run.blank_median_ms()) < 20  # timed less blank: the 1.5 ms, give or take the host
-    kinds = [s[3] for s in samples_seen(auditor)]
-    assert kinds[:2] == ["warmup", "warmup"] and kinds[2:].count("timed") == kinds[2:].count("blank") == 30
-    assert kinds[2:12] != ["timed", "blank"] * 5 and kinds[2:12] != ["blank", "timed"] * 5  # drawn, not fixed
-    seeds = [s[2] for s in samples_seen(auditor)]
-    assert len(set(seeds)) == len(seeds)  # a fresh seed for every sample
+        run = channel.session(pace(keep=0), rng=random.Random(4))
+    reference, student = run.reference, run.student
+    assert reference.timed == 30 and len(reference.blank_ms) == 30 and student.timed == 30
+    assert student.reported_ms == [1.5] * 30
+    blank = reference.blank_median_ms()
+    assert 1.3 < reference.call_ms(blank) < 20 and student.call_ms(blank) > reference.call_ms(blank)
+    turns = [(s[2], s[3]) for s in samples_seen(auditor)]
+    assert turns[:4] == [("reference", "timed"), ("student", "timed")] * 2  # the warm-ups
+    main = turns[4:]
+    assert main.count(("reference", "timed")) == main.count(("reference", "blank")) == main.count(("student", "timed")) == 30
+    assert ("student", "blank") not in turns  # a submission never gets a blank sample, which it could tell
+    firsts = {tuple(main[i:i + 3]) for i in range(0, 90, 3)}
+    assert len(firsts) > 1  # the order is drawn anew each time, not fixed
+    stages = [line for line in auditor.seen if line.startswith("stage ")]
+    assert len(stages) == len(turns) and len(set(stages)) == len(stages)  # fresh inputs for every sample
 
 
-def test_a_submissions_session_has_no_blanks_and_keeps_secretly_drawn_timed_samples():
+def test_a_reference_alone_has_its_blanks_and_no_submission():
+    auditor = FakeAuditor(honest)
+    with auditor as channel:
+        run = channel.session(pace(student=False, keep=3))
+    assert run.student is None and run.reference.timed == 30 and run.reference.kept == []
+    assert {s[2] for s in samples_seen(auditor)} == {"reference"}
+    assert all(int(s[4]) == -1 for s in samples_seen(auditor))
+
+
+def test_the_submissions_kept_samples_are_drawn_in_secret_among_its_timed_ones():
     auditor = FakeAuditor(honest)
     with auditor as channel:
         run = channel.session(pace(keep=3), rng=random.Random(7))
-    samples = samples_seen(auditor)
-    assert {s[3] for s in samples} == {"warmup", "timed"} and not run.blank_ms
-    slots = {int(s[1]): int(s[4]) for s in samples}
-    assert sorted(k.slot for k in run.kept) == [0, 1, 2]
-    assert all(slots[k.number] == k.slot for k in run.kept)
-    assert sum(slot >= 0 for slot in slots.values()) == 3  # every other sample is sealed into the spare slot
-    kinds = {int(s[1]): s[3] for s in samples}
-    assert all(kinds[k.number] == "timed" for k in run.kept)
-    assert all(int(s[2]) == k.seed for s in samples for k in run.kept if int(s[1]) == k.number)
+    samples = {int(s[1]): s for s in samples_seen(auditor)}
+    assert sorted(k.slot for k in run.student.kept) == [0, 1, 2]
+    assert all(samples[k.number][2] == "student" and int(samples[k.number][4]) == k.slot for k in run.student.kept)
+    assert sum(int(s[4]) >= 0 for s in samples.values()) == 3  # every other sample goes to the spare slot
+    stages = [int(line.split()[1]) for line in auditor.seen if line.startswith("stage ")]
+    numbers = sorted(samples)
+    seed_of = dict(zip(numbers, stages))
+    assert all(seed_of[k.number] == k.seed for k in run.student.kept)
 
 
 def test_a_session_calibrates_to_the_target_when_the_count_is_open():
     with FakeAuditor(honest) as channel:
         run = channel.session(pace(samples=None, target_s=0.05, samples_min=10, keep=0))
-    assert 10 <= run.timed < 60  # about 25 timed samples of just over 2 ms
+    assert 10 <= run.reference.timed < 60  # about 20 samples of the reference's just over 2 ms
 
 
-def test_a_session_stops_early_when_the_rule_says_so():
+def test_a_session_stops_early_when_the_submission_is_far_too_slow():
     with FakeAuditor(honest) as channel:
-        run = channel.session(pace(keep=0, stop_when=TooSlow(reference_ms=0.01, blank_ms=0.0, limit=3.0, after=5)))
-    assert run.stopped_early and run.timed == 5
+        run = channel.session(pace(samples=100, keep=0, stop_when=TooSlow(limit=1.1, after=5)))
+    assert run.student.stopped_early and run.student.timed == 5
 
 
 def test_a_sample_that_fails_its_verification_ends_the_session_and_says_what_was_wrong():
-    def wrong_at_five(words, say):
+    def wrong_at_eight(words, say):
+        time.sleep(0.0003)
         say(f"sealed {words[1]} 1.5")
-        say(f"differs {words[1]} c[3] is 0 where the course's reference computes 1.5" if int(words[1]) == 5
-            else f"verified {words[1]}")
-    auditor = FakeAuditor(wrong_at_five)
+        say(f"differs {words[1]} c[3] is 0 where the course's reference computes 1.5"
+            if int(words[1]) >= 8 and words[2] == "student" else f"verified {words[1]}")
+    auditor = FakeAuditor(wrong_at_eight)
     with auditor as channel:
         run = channel.session(pace())
-    assert run.wrong == "sample 5 was wrong: c[3] is 0 where the course's reference computes 1.5"
-    assert len(samples_seen(auditor)) == 6  # nothing after it
+    assert run.student.wrong.endswith("was wrong: c[3] is 0 where the course's reference computes 1.5")
+    assert samples_seen(auditor)[-1][2] == "student"  # nothing after it
 
 
-@pytest.mark.parametrize("answer, error, words", [
-    (lambda n: [f"breach {n} answered 'go {n}' with 'done 7 0.5' instead of 'done {n} MS'"], ProtocolError,
-     "answered 'go 2' with 'done 7 0.5'"),
-    (lambda n: [f"closed {n}"], ChannelClosed, "closed its control channel"),
-    (lambda n: ["sealed 99 1.0"], AuditorError, "the auditor answered sample 2"),
-    (lambda n: [f"sealed {n} 1.0", "verified 99"], AuditorError, "verification"),
-    (lambda n: ["\u00e9t\u00e9"], AuditorError, "not ASCII"),
+@pytest.mark.parametrize("answer, error, program, words", [
+    (lambda n, p: [f"breach {n} {p} answered 'go {n}' with 'done 7 0.5' instead of 'done {n} MS'"], ProtocolError,
+     "student", r"answered 'go \d+' with 'done 7 0.5'"),
+    (lambda n, p: [f"closed {n} {p}"], ChannelClosed, "student", "closed its control channel"),
+    (lambda n, p: ["sealed 99 1.0"], AuditorError, "", r"the auditor answered sample \d+"),
+    (lambda n, p: [f"sealed {n} 1.0", "verified 99"], AuditorError, "", "verification"),
+    (lambda n, p: ["\u00e9t\u00e9"], AuditorError, "", "not ASCII"),
 ])
-def test_a_programs_breaches_are_its_own_and_an_auditors_nonsense_is_the_graders(answer, error, words):
-    def at_two(w, say):
-        for line in (answer(w[1]) if w[1] == "2" else [f"sealed {w[1]} 1.0", f"verified {w[1]}"]):
+def test_a_programs_breaches_are_its_own_and_an_auditors_nonsense_is_the_graders(answer, error, program, words):
+    def at_the_tenth(w, say):  # the first of the submission's samples from number 10 on
+        for line in (answer(w[1], w[2]) if int(w[1]) >= 10 and w[2] == "student"
+                     else [f"sealed {w[1]} 1.0", f"verified {w[1]}"]):
             say(line)
-    with FakeAuditor(at_two) as channel, pytest.raises(error, match=words):
+    with FakeAuditor(at_the_tenth) as channel, pytest.raises(error, match=words) as raised:
         channel.session(pace(keep=0))
+    assert getattr(raised.value, "program", "") == program
 
 
 def test_the_auditor_falling_silent_is_the_graders_problem():
@@ -210,34 +234,34 @@ def test_the_auditor_falling_silent_is_the_graders_problem():
 def test_a_session_apart_is_a_session_and_the_channel_carries_on():
     auditor = FakeAuditor(honest)
     with auditor as channel:
-        first = channel.session_apart(pace(samples=10, keep=1, blanks=True))
-        second = channel.session_apart(pace(samples=10, keep=0, warmup=0))
-    assert first.timed == second.timed == 10 and len(first.blank_ms) == 10 and not second.blank_ms
-    assert len(first.kept) == 1 and second.kept == []
+        first = channel.session_apart(pace(samples=10, keep=1))
+        second = channel.session_apart(pace(samples=10, keep=0, warmup=0, student=False))
+    assert first.reference.timed == second.reference.timed == first.student.timed == 10
+    assert len(first.reference.blank_ms) == len(second.reference.blank_ms) == 10 and second.student is None
+    assert len(first.student.kept) == 1
     numbers = [int(s[1]) for s in samples_seen(auditor)]
-    assert numbers == list(range(2 + 20 + 10)) and channel.number == 32
+    assert numbers == list(range(4 + 30 + 20)) and channel.number == 54
 
 
 def test_a_session_apart_applies_the_stop_rule_and_reports_each_kind_of_error():
     with FakeAuditor(honest) as channel:
-        run = channel.session_apart(pace(samples=100, keep=0, stop_when=TooSlow(reference_ms=0.01, blank_ms=0.0,
-                                                                                 limit=3.0, after=5)))
-    assert run.stopped_early and run.timed == 5
-    for line, error in (("breach 0 gave no answer to 'go 0' within 5 s", ProtocolError),
-                        ("closed 0", ChannelClosed), ("nonsense", AuditorError)):
+        run = channel.session_apart(pace(samples=100, keep=0, stop_when=TooSlow(limit=1.1, after=5)))
+    assert run.student.stopped_early and run.student.timed == 5
+    for line, error, program in (("breach 0 reference gave no answer to 'go 0' within 5 s", ProtocolError, "reference"),
+                                 ("closed 0 reference", ChannelClosed, "reference"), ("nonsense", AuditorError, "")):
         with FakeAuditor(lambda w, say, line=line: say(line)) as channel, pytest.raises(error) as raised:
             channel.session_apart(pace(keep=0))
-        assert type(raised.value) is error
+        assert type(raised.value) is error and getattr(raised.value, "program", "") == program
 
 
 def test_what_the_auditor_sent_past_a_line_is_not_lost_between_processes():
     ours, theirs = socket.socketpair()
-    theirs.sendall(b"attached\nsealed 0 1.0\n")
+    theirs.sendall(b"attached student\nstaged\nsealed 0 1.0\n")
     channel = AuditorChannel(ours.fileno())
-    channel.expect("attached", 5.0)
-    assert channel.reader.buffer == b"sealed 0 1.0\n"
+    channel.expect("attached student", 5.0)
+    assert channel.reader.buffer == b"staged\nsealed 0 1.0\n"
     theirs.sendall(b"verified 0\n")
-    run = channel.session_apart(pace(warmup=1, samples=0, keep=0))
-    assert run.timed == 0 and channel.number == 1 and channel.reader.buffer == b""
+    run = channel.session_apart(pace(warmup=1, samples=0, keep=0, student=False))
+    assert run.reference.timed == 0 and channel.number == 1 and channel.reader.buffer == b""
     ours.close()
     theirs.close()
