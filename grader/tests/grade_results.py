@@ -56,25 +56,32 @@ GRADED = {
 }
 
 
+FLOOR_MESSAGE = ("Your code's time per call on the grader's clock, 0.0312 ms, is below what this GPU can do at all "
+                 "for this case (0.2678 ms: the lab's byte model at 3007 GB/s, the copy bandwidth measured now, or "
+                 "its FLOP model at 66.9 TFLOP/s, the FP32 peak). Part of the work was not timed (run before or "
+                 "after the timed call, or on another stream), so it earns no performance points.")
+
+
+def clock(student_ms: float, ratio: float, **changes) -> dict:
+    """What the grader's clock said of a grade (timing.ClockScore.to_json)."""
+    measured = {"reference_ms": 0.27, "reference_rounds_ms": [0.272, 0.2725, 0.2708], "reference_agreement": 0.0063,
+                "student_ms": student_ms, "student_rounds_ms": [student_ms] * 3, "student_reported_ms": 0.01,
+                "blank_ms": 0.98, "ratio": ratio, "floor_ms": 0.2678, "below_floor": False, "message": ""}
+    measured.update(changes)
+    return measured
+
+
 def full_marks_flagged():
+    """Every case passed, but a time below the physical floor: no speed points, and flagged."""
     result = copy.deepcopy(GRADED)
     for case in result["cases"]:
         case.update(status="passed", checker_status="passed", message="", points=23.3333)
     result["message"] = "3 of 3 cases passed."
-    result["score"].update(correctness=70.0, performance=12.0, total=82.0)
+    result["score"].update(correctness=70.0, performance=0.0, total=70.0)
     result["performance"] = {
-        "status": "scored", "timing_case": "n_2p26", "points": 12.0, "max_points": 30.0,
-        "ratio": 2.24, "samples": 1800,
-        "message": "Your program reports 0.01 ms per run, but the grader's clock shows 0.6048 ms per run "
-                   "(measurement noise here: 0.0033 ms). Work the CUDA events do not see still takes time: "
-                   "you are scored on the grader's clock.",
-        "cross_check": {"reference_ms": 0.27, "reference_wall_ms": 0.272,
-                        "reference_round_estimates_ms": [0.272, 0.2725, 0.2708], "reference_agreement": 0.0063,
-                        "student_reported_ms": 0.01, "student_wall_ms": 0.6048, "noise_ms": 0.0033,
-                        "student_ms": 0.6048, "ratio": 2.24, "flagged": True,
-                        "message": "Your program reports 0.01 ms per run, but the grader's clock shows 0.6048 ms "
-                                   "per run (measurement noise here: 0.0033 ms). Work the CUDA events do not "
-                                   "see still takes time: you are scored on the grader's clock."},
+        "status": "zero", "timing_case": "n_2p26", "points": 0.0, "max_points": 30.0,
+        "ratio": 0.1156, "samples": 1800, "flagged": True, "message": FLOOR_MESSAGE,
+        "clock": clock(0.0312, 0.1156, below_floor=True, message=FLOOR_MESSAGE),
         "rounds": [], "spread": None}
     return result
 
@@ -106,9 +113,10 @@ def compile_error():
 def full_marks():
     result = full_marks_flagged()
     result["score"].update(performance=30.0, total=100.0)
-    result["performance"].update(points=30.0, ratio=0.95, message="")
-    result["performance"]["cross_check"].update(student_reported_ms=0.2565, student_wall_ms=0.2571,
-                                                student_ms=0.2565, ratio=0.95, flagged=False, message="")
+    said = ("Your program's own CUDA events said 0.2559 ms per call; the grade uses the grader's clock: "
+            "0.2565 ms per call.")
+    result["performance"].update(status="scored", points=30.0, ratio=0.95, flagged=False, message=said,
+                                 clock=clock(0.2565, 0.95, student_reported_ms=0.2559, message=said))
     result["warnings"] = []
     return result
 
@@ -228,7 +236,7 @@ def class_entries(count: int = 40, pending: int = 6) -> list[dict]:
             ratio = round(0.8 + 0.11 * ((number * 7) % 23), 4)
             points = round(30.0 * max(0.0, min(1.0, (3.0 - ratio) / (3.0 - 1.1))), 4)
             result["performance"].update(ratio=ratio, points=points)
-            result["performance"]["cross_check"].update(ratio=ratio, student_ms=round(0.27 * ratio, 4))
+            result["performance"]["clock"].update(ratio=ratio, student_ms=round(0.27 * ratio, 4))
             penalty = result["score"].get("sanitizer_penalty", 0.0)
             result["score"].update(performance=points, total=round(max(0.0, 70.0 + points - penalty), 4))
         if number == 9:

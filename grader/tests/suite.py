@@ -104,7 +104,7 @@ def mismatches(entry: Entry, result: dict) -> list[str]:
         problems.append(f"{result['score']['performance']} performance points, expected none")
     if "run_status" in e and (result.get("run") or {}).get("status") != e["run_status"]:
         problems.append(f"run status {(result.get('run') or {}).get('status')}, expected {e['run_status']}")
-    if e.get("timing_flagged") and not ((result.get("performance") or {}).get("cross_check") or {}).get("flagged"):
+    if e.get("timing_flagged") and (result.get("performance") or {}).get("flagged") is not True:
         problems.append("the timing was not flagged")
     return problems
 
