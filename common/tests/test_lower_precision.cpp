@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "testkit/lower_precision.hpp"
+#include "tests/testkit/lower_precision.hpp"
 
 using testkit::to_bf16;
 using testkit::to_fp16;

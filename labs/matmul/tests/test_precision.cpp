@@ -27,7 +27,7 @@
 #include "labkit/compare.hpp"
 #include "labkit/matmul_reference.hpp"
 #include "problem.hpp"
-#include "testkit/float_dot.hpp"
+#include "tests/testkit/float_dot.hpp"
 
 namespace {
 

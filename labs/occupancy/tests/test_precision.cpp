@@ -19,7 +19,7 @@
 
 #include "labkit/compare.hpp"
 #include "problem.hpp"
-#include "testkit/float_dot.hpp"
+#include "tests/testkit/float_dot.hpp"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // with its inputs first rounded to a lower precision, for the tests of the checkers of
 // the labs whose kernels multiply matrices. IEEE-754 float arithmetic gives the GPU's
 // bits for each of these orders (std::fma is the GPU's FFMA: one rounding). Header-only,
-// for tests only.
+// for tests only (under common/tests, so no student bundle holds it).
 #pragma once
 
 #include <cmath>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "testkit/lower_precision.hpp"
+#include "tests/testkit/lower_precision.hpp"
 
 namespace testkit {
 
