@@ -310,13 +310,17 @@ CompareReport compare_within_tolerance(const Expected& expected, const HostArray
     if (report.passed) {
         msg << "all " << checked_text << " of " << expected.name << " match";
     } else if (report.rms_failed) {
-        msg << "each of the " << checked_text << " of " << expected.name << " is within its own bound, but ";
+        if (count == 1)
+            msg << describe_index(expected.name, expected.shape, sampled ? expected.only[0] : 0);
+        else
+            msg << "each of the " << checked_text << " of " << expected.name;
+        msg << " is within its own bound, but ";
         if (expected.rms_explain)
             msg << expected.rms_explain(*report.rms_error, expected.rms_limit);
         else
-            msg << "the root mean square of their errors is " << format_value(*report.rms_error)
-                << " of the allowed difference, more than the " << format_value(expected.rms_limit)
-                << " a correct answer stays within";
+            msg << (count == 1 ? "its error is " : "the root mean square of their errors is ")
+                << format_value(*report.rms_error) << " of the allowed difference, more than the "
+                << format_value(expected.rms_limit) << " a correct answer stays within";
     } else {
         const Mismatch& f = *report.first;
         const double off = std::fabs(f.got - f.expected);

@@ -273,4 +273,7 @@ TEST_CASE("test_report_json_carries_the_root_mean_square_test_where_there_is_one
     CHECK(over["rms_error"]["measured"] == 0.5);
     CHECK(over["rms_error"]["limit"] == 0.25);
     CHECK(over["rms_error"]["failed"] == true);
+    // One element: named, and its error is the root mean square.
+    CHECK(over["message"] == "sum[0] is within its own bound, but its error is 0.5 of the allowed difference, more "
+                             "than the 0.25 a correct answer stays within");
 }
