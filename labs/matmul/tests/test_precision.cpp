@@ -135,8 +135,9 @@ TEST_CASE("test_matmul_precision_float32_passes_and_lower_precision_fails_at_eve
                 worst_name = arithmetic.name();
             }
         }
-        // A margin of 4 or more below the limit, whatever the order.
-        CHECK(worst_float32 < 0.25);
+        // A margin of 4 or more below the limit, whatever the order; 6 beyond k = 1 (a single
+        // rounded product, at most u off: 0.375 of the limit there, whatever the inputs).
+        CHECK(worst_float32 < (x.k == 1 ? 0.25 : 1.0 / 6.0));
         table += x.name + " (k = " + std::to_string(x.k) + ", " + std::to_string(x.m) + " x " +
                  std::to_string(x.n) + (x.expected.only.empty() ? "" : ", sampled") + "): float32 worst " +
                  ratio_text(worst_float32) + " (" + worst_name + ")";
