@@ -1,6 +1,7 @@
 // Lab reduction's CPU reference: linked only into the trusted checker and the tests.
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "bound.hpp"
 #include "problem.hpp"
