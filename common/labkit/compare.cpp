@@ -198,6 +198,42 @@ void compare_part(const ComparedInputs& in, std::uint64_t begin, std::uint64_t e
     throw std::logic_error("output '" + got.name + "' has an element type the comparison does not know");
 }
 
+// The root mean square, over the compared positions, of |got - expected| / allowed_abs
+// (Expected::rms_limit); nothing when no position has a finite error. One pass in order
+// on the calling thread, so the sum is the same however the comparison was split.
+template <class T>
+std::optional<double> rms_error_of_bound(const ComparedInputs& in, const T* values) {
+    const Expected& expected = in.expected;
+    double sum_of_squares = 0.0;
+    std::uint64_t counted = 0;
+    for (std::size_t position = 0; position < expected.values.size(); ++position) {
+        const std::uint64_t i = in.sampled ? expected.only[position] : position;
+        const double e = expected.values[position];
+        const double g = static_cast<double>(values[static_cast<std::size_t>(i)]);
+        if (!std::isfinite(e) || !std::isfinite(g)) continue;  // judged element by element
+        const double diff = std::fabs(g - e), allowed = expected.allowed_abs[position];
+        const double ratio = allowed > 0 ? diff / allowed : (diff > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+        sum_of_squares += ratio * ratio;
+        ++counted;
+    }
+    if (counted == 0) return std::nullopt;
+    return std::sqrt(sum_of_squares / static_cast<double>(counted));
+}
+
+std::optional<double> rms_error_of_bound(const ComparedInputs& in) {
+    const HostArray& got = in.got;
+    switch (got.dtype) {
+        case DType::f32: return rms_error_of_bound(in, got.as<float>().data());
+        case DType::f64: return rms_error_of_bound(in, got.as<double>().data());
+        case DType::i32: return rms_error_of_bound(in, got.as<std::int32_t>().data());
+        case DType::u32: return rms_error_of_bound(in, got.as<std::uint32_t>().data());
+        case DType::i64: return rms_error_of_bound(in, got.as<std::int64_t>().data());
+        case DType::u64: return rms_error_of_bound(in, got.as<std::uint64_t>().data());
+        case DType::u8: return rms_error_of_bound(in, got.as<std::uint8_t>().data());
+    }
+    throw std::logic_error("output '" + got.name + "' has an element type the comparison does not know");
+}
+
 }  // namespace
 
 CompareReport compare_within_tolerance(const Expected& expected, const HostArray& got,
@@ -257,6 +293,15 @@ CompareReport compare_within_tolerance(const Expected& expected, const HostArray
         }
     }
     report.passed = report.mismatches == 0;
+    if (expected.rms_limit > 0) {
+        if (!per_element)
+            throw std::logic_error("reference for '" + expected.name +
+                                   "' sets a limit on its errors' root mean square but no bound per element");
+        report.rms_limit = expected.rms_limit;
+        report.rms_error = rms_error_of_bound(in);
+        report.rms_failed = report.passed && report.rms_error && *report.rms_error > expected.rms_limit;
+        if (report.rms_failed) report.passed = false;
+    }
 
     std::ostringstream msg;
     const std::string checked_text = sampled ? std::to_string(count) + " sampled elements (of " +
@@ -264,6 +309,18 @@ CompareReport compare_within_tolerance(const Expected& expected, const HostArray
                                              : std::to_string(n) + " elements";
     if (report.passed) {
         msg << "all " << checked_text << " of " << expected.name << " match";
+    } else if (report.rms_failed) {
+        if (count == 1)
+            msg << describe_index(expected.name, expected.shape, sampled ? expected.only[0] : 0);
+        else
+            msg << "each of the " << checked_text << " of " << expected.name;
+        msg << " is within its own bound, but ";
+        if (expected.rms_explain)
+            msg << expected.rms_explain(*report.rms_error, expected.rms_limit);
+        else
+            msg << (count == 1 ? "its error is " : "the root mean square of their errors is ")
+                << format_value(*report.rms_error) << " of the allowed difference, more than the "
+                << format_value(expected.rms_limit) << " a correct answer stays within";
     } else {
         const Mismatch& f = *report.first;
         const double off = std::fabs(f.got - f.expected);

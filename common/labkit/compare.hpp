@@ -45,6 +45,17 @@ struct Expected {
     // order or its stability first breaks, say). The reference's own knowledge of the
     // inputs goes in its captures.
     std::function<std::string(const HostArray& got, std::uint64_t index)> explain = {};
+    // When above 0, the output is also judged as a whole, after every element has passed
+    // its bound: the root mean square, over the compared elements, of each element's
+    // error as a fraction of its allowed_abs must not exceed `rms_limit`. A worst-case
+    // bound holds for every order of the arithmetic and is far looser than what the
+    // arithmetic typically gives, so an output computed in a lower precision than the lab
+    // asks for (its inputs rounded to fewer bits) can stay inside every element's bound
+    // while its errors are, taken together, many times what the lab's precision gives
+    // (labkit/matmul_reference.hpp derives such a limit). `rms_explain`, called with the
+    // measured root mean square and the limit, gives the message when the test fails.
+    double rms_limit = 0.0;
+    std::function<std::string(double rms, double limit)> rms_explain = {};
 };
 
 struct Mismatch {
@@ -62,6 +73,13 @@ struct CompareReport {
     std::optional<Mismatch> first;
     std::optional<Mismatch> worst;  // the largest error relative to its allowance
     bool near_miss = false;         // the first mismatch lies within its near-miss bound
+    // The whole-output test (Expected::rms_limit): the root mean square of each compared
+    // element's error as a fraction of its allowance, and its limit. rms_error is absent
+    // where the reference sets no limit; rms_failed says the output failed this test
+    // alone (every element within its bound).
+    std::optional<double> rms_error;
+    double rms_limit = 0.0;
+    bool rms_failed = false;
     std::string message;            // one sentence a student can act on
 };
 

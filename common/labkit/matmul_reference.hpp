@@ -45,6 +45,84 @@
 // below float's smallest normal number (the inputs here never come near it), so that
 // the check is rigorous rather than merely close.
 //
+// ---- Lower precision: why the whole product is tested too (handout text) --------------
+//
+// The bound is a worst case: it holds for every order of every input, so it is loose.
+// For the lab's inputs a correct kernel lands about 10^3 to 10^4 times inside it at
+// k = 4096, and that leaves room for arithmetic less precise than float. A kernel on
+// tensor cores in TF32 (what precision::tf32 in wmma, mma.sync or cuBLAS's TF32 mode
+// does) rounds A and B to 10 bits of mantissa (float has 23) before multiplying, then
+// adds in float; bf16 keeps 7 bits, fp16 10 (and a narrower range). At k = 4096 such a
+// product is off by about 100 u of Σ|a·b| per element (below), its largest errors about
+// 500 u, while the bound is about 4096 u: every element passes. Element by element, lower
+// precision stays hidden for k beyond about 1000 (TF32, fp16) or 3000 (bf16).
+//
+// Taken together the elements show it. Let e_ij = (c_ij - exact_ij) / s_ij with
+// s_ij = Σ_p |a_ip·b_pj|, and E = the root mean square of e over the checked elements
+// (the 64 sampled rows and columns at 8192^3, every element below). What float gives
+// for E follows from a model in which every rounding is an independent δ ~ U(-u, u)
+// (mean 0, E[δ²] = u²/3): rounding errors of different operations have no reason to be
+// aligned, and with random inputs they are not.
+//
+//   One running sum (a thread's `sum += a*b` over all of k: the naive and the tiled kernel
+//   alike). Addition p rounds the partial sum s_p = t_1 + ... + t_p (t_p = a_p·b_p), and
+//   without FMA each product is rounded as well, so to first order
+//       c - exact = Σ_{p>=2} δ_p s_p + Σ_p δ'_p t_p,  E[(c - exact)²] = (u²/3)(Σ s_p² + Σ t_p²).
+//   For independent terms of mean μ and variance σ², E[s_p²] = p σ² + p² μ², so
+//   Σ_p s_p² ≈ k² σ²/2 + k³ μ²/3, and with s ≈ k·m (m = E|t|):
+//       E[e²] ≈ (u²/3) (σ²/(2m²) + k μ²/(3m²) + E[t²]/(k m²)),
+//   the last term only without FMA. The lab's inputs are uniform in [-1, 1): μ = 0,
+//   E[t²] = σ² = 1/9, m = 1/4, so E ≈ u·sqrt(8/27) ≈ 0.54 u at every k, FMA or not: the
+//   partial sums of sign-symmetric products grow like a random walk, |s_p| ~ sqrt(p/9),
+//   and k roundings of them add up, again like a random walk, to (u/sqrt(3))·sqrt(k²/18),
+//   which grows like k, as s does. In the all-positive case (uniform in [0, 1):
+//   μ = m = 1/4, σ² = 7/144) the partial sums grow like p/4 and
+//   E ≈ u·sqrt((7/18 + k/3)/3): 10.7 u at its k = 1024.
+//   Every other order keeps its partial sums shorter and is smaller: tiles of T with a
+//   partial sum each, E ≈ 0.54 u·sqrt(T/k + 1/T) (0.11 u for T = 32 at k = 4096); k split
+//   into S parts added at the end, 0.54 u / sqrt(S); a pairwise tree, 0.54 u·sqrt(2 log2(k)/k).
+//
+//   Lower precision. Rounding each input to p significant bits (TF32 and fp16: p = 11,
+//   bf16: p = 8) multiplies a_p and b_p by (1 + α_p), (1 + β_p), |α|, |β| <= 2^-p, in
+//   every order alike; the products of two such numbers are exact in float (2p <= 24
+//   bits), the float additions add their own error on top. So
+//       c - exact ≈ Σ_p t_p (α_p + β_p),  E[e²] ≈ k E[t²] (2·2^-2p/3) / (k m)² = (32/27) 2^-2p / k
+//   for either of the lab's distributions: E ≈ 1.09·2^-p / sqrt(k), that is
+//   8900 u / sqrt(k) for TF32 and fp16 (139 u at k = 4096, 98 u at k = 8192) and eight
+//   times that for bf16. It falls only as 1/sqrt(k), while float's stays flat.
+//
+// Real rounding is not uniform on (-u, u): a value spread evenly over a binade is rounded
+// by about 0.71 of what the model says (E[δ²] = u²/6 instead of u²/3), and the measured
+// figures are about 0.7 of the model's: one running sum 0.38 to 0.41 u, 7.1 u for the
+// all-positive k = 1024; TF32 87 u at k = 4096, 63 u at k = 8192, 177 u all-positive at
+// k = 1024; bf16 720 u at k = 4096.
+//
+// The limit. The model for one running sum, with μ/m estimated from the data as each
+// element's coherence ρ_ij = c_ij / s_ij (0 when its products cancel, ±1 when they all
+// share a sign) and the rest (σ²/(2m²), and the products' own rounding) taken as 1:
+//     E <= kRmsMargin · u · sqrt((1 + k·mean(ρ²)/3) / 3),   kRmsMargin = 4.
+// For mixed signs ρ² ≈ 16/(9k) and the limit is about 2.9 u at every k; for the
+// all-positive case it is about 43 u at k = 1024. Measured against it on the lab's own
+// inputs, at every k of its cases and bench cases (tests/test_precision.cpp prints the
+// ratios, and so do occupancy's tests): every float order stays below 0.17 of it, a
+// margin of 6 or more, one running sum being the worst (at k = 1, one rounded product,
+// off by at most u, below 0.375 of it whatever the inputs); TF32 is 30 times over it at
+// k = 4096, 22 times at 8192 and 4.1 times in the all-positive k = 1024 case, where the
+// running sum's own error is largest; bf16 eight times further; fp16 like TF32. Below
+// k = 1000 the bound of single elements already fails all three.
+//
+// What makes lower precision visible is the inputs: uniform floats with full 24-bit
+// mantissas (the generator rounds a 53-bit uniform double to float), so rounding them to
+// 10 or 7 bits changes nearly every one (all but about 1 in 8192 for TF32). Inputs
+// already exact in TF32 (small integers, or eighths, as some course materials use) would
+// let TF32 through unseen, and so would same-sign inputs at a much larger k: there a
+// running sum's own error, sqrt(k/9) u, grows past what rounding the inputs adds, and the
+// two cannot be told apart (TF32 passes the limit for all-positive inputs from about
+// k = 4500). No case of the lab is either: the all-positive case has k = 1024, the bench
+// cases mixed signs. And the test assumes the lab's random inputs: on inputs built to
+// round badly (one product 2^24 times the others, tests/test_bound.cpp) a correct order
+// can exceed it, which is why it is a test of the lab's cases, not a bound.
+//
 // Speed. The checker computes the reference of a timed sample of the largest bench case
 // (8192^3: 5.5e11 multiply-adds, twice over, for c and for Σ|a·b|) on the CPU, so it is
 // blocked for the caches and spread over every core with labkit::parallel_for_ranges.
@@ -55,8 +133,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "labkit/compare.hpp"
 #include "labkit/parallel.hpp"
 
 namespace labkit {
@@ -65,6 +146,10 @@ namespace labkit {
 struct MatmulExpected {
     std::vector<double> c;
     std::vector<double> bound;
+    // The mean over the elements of ρ² = (c_ij / Σ_p |a_ip·b_pj|)²: how far the products of
+    // a dot product share a sign (0 where they cancel, 1 where they all agree), which the
+    // limit on the root mean square error depends on (see above).
+    double mean_square_coherence = 0.0;
 };
 
 namespace matmul_detail {
@@ -77,11 +162,23 @@ inline constexpr double kUnderflowPerProduct = 0x1p-149;
 // Rounding in forming the bound and in the checker's |got - expected|, as a multiple of
 // Σ|a·b| (each is below 2^-52 of it).
 inline constexpr double kBoundArithmeticSlack = 0x1p-50;
+// How many times the random-rounding model's root mean square error of one running sum
+// the test of the whole product allows (see above).
+inline constexpr double kRmsMargin = 4.0;
 
 // γ_k = k·u / (1 - k·u) for unit roundoff u.
 inline double gamma(double k, double unit_roundoff) {
     const double ku = k * unit_roundoff;
     return ku / (1.0 - ku);
+}
+
+// dot_error_bound's factor of Σ|a·b|: γ_k of float, and the reference's own error in c
+// and in Σ|a·b| (γ_k of float64 each) with the arithmetic of the bound and of the
+// comparison. The bound is this times Σ|a·b| plus an underflow term that the lab's inputs
+// never come near, so an error as a fraction of its bound is e_ij divided by it.
+inline double bound_per_sum_abs(std::uint64_t k) {
+    const double terms = static_cast<double>(k);
+    return gamma(terms, kFloatUnitRoundoff) + (2.0 * gamma(terms, kDoubleUnitRoundoff) + kBoundArithmeticSlack);
 }
 
 // The loops are blocked so that what a block of work touches stays in a core's L2 (1 MiB
@@ -178,14 +275,51 @@ inline void reference_rows(const Job& job, std::uint64_t row_begin, std::uint64_
 inline double dot_error_bound(std::uint64_t k, double sum_abs_products) {
     if (k >= (std::uint64_t{1} << 23))
         throw std::domain_error("dot_error_bound: a float dot product of 2^23 terms or more has no useful bound");
-    const double terms = static_cast<double>(k);
-    const double float_gamma = matmul_detail::gamma(terms, matmul_detail::kFloatUnitRoundoff);
-    // The reference's own error in c and in Σ|a·b| (γ_k of float64 each), and the
-    // arithmetic of the bound and of the comparison.
-    const double reference_slack =
-        2.0 * matmul_detail::gamma(terms, matmul_detail::kDoubleUnitRoundoff) + matmul_detail::kBoundArithmeticSlack;
-    return (float_gamma + reference_slack) * sum_abs_products + terms * matmul_detail::kUnderflowPerProduct;
+    return matmul_detail::bound_per_sum_abs(k) * sum_abs_products +
+           static_cast<double>(k) * matmul_detail::kUnderflowPerProduct;
 }
+
+// The largest root mean square of e_ij = (c_ij - exact_ij) / Σ_p |a_ip·b_pj| over the
+// checked elements that float multiply-adds are allowed, for dot products of length k
+// whose coherence ρ_ij = c_ij / Σ_p |a_ip·b_pj| has the mean square given (see above):
+// kRmsMargin · u · sqrt((1 + k·mean(ρ²)/3) / 3).
+inline double rms_relative_error_limit(std::uint64_t k, double mean_square_coherence) {
+    const double terms = static_cast<double>(k);
+    return matmul_detail::kRmsMargin * matmul_detail::kFloatUnitRoundoff *
+           std::sqrt((1.0 + terms * mean_square_coherence / 3.0) / 3.0);
+}
+
+namespace matmul_detail {
+
+// (c / Σ|a·b|)², 0 where every product is 0.
+inline double coherence_squared(double c, double sum_abs) {
+    if (!(sum_abs > 0)) return 0.0;
+    const double rho = c / sum_abs;
+    return rho * rho;
+}
+
+// The test of the whole product on an Expected of C: its limit as a fraction of the
+// bound (what Expected::rms_limit holds), and the words a student reads when it fails.
+inline void add_rms_test(Expected& expected, std::uint64_t k, double mean_square_coherence) {
+    const double per_bound = bound_per_sum_abs(k);
+    expected.rms_limit = rms_relative_error_limit(k, mean_square_coherence) / per_bound;
+    expected.rms_explain = [k, per_bound](double rms, double limit) {
+        const double measured = rms * per_bound, allowed = limit * per_bound;
+        const auto in_u = [](double e) { return format_value(std::round(e / kFloatUnitRoundoff * 10.0) / 10.0); };
+        return "taken together they are off by far more than float arithmetic is: the root mean square of "
+               "(c_ij - exact) / sum_p |a_ip * b_pj| over these elements is " +
+               format_value(measured) + " (" + in_u(measured) + " u, u = 2^-24), and float32 multiply-adds in any "
+               "order, fused or not, stay below " + format_value(allowed) + " (" + in_u(allowed) +
+               " u) for dot products of length k = " + std::to_string(k) +
+               " with these inputs. Errors that large, spread over every element, are what rounding A and B to "
+               "fewer bits gives: the products look computed in lower precision, such as TF32, bf16 or fp16 on "
+               "tensor cores (wmma or mma with precision::tf32 or half inputs, which keep 10 or 7 of float's 23 "
+               "mantissa bits), while this lab asks for float32 multiply-adds. Keep A and B in float and "
+               "multiply-add in float (FFMA), in any order.";
+    };
+}
+
+}  // namespace matmul_detail
 
 // C = A*B (row-major; A m x k, B k x n) in float64 with each element's bound; blocked for
 // cache and spread over all cores (labkit::parallel_for_ranges), so 4096^3 takes seconds,
@@ -196,6 +330,9 @@ inline MatmulExpected matmul_reference(const float* a, const float* b, std::uint
     MatmulExpected out;
     out.c.assign(m * n, 0.0);
     out.bound.assign(m * n, 0.0);  // Σ|a·b| first, the bound at the end
+    // Each row's Σ_j ρ_ij², added up in row order afterwards, so that the mean is the same
+    // however the rows were spread over threads.
+    std::vector<double> row_coherence(m, 0.0);
     const matmul_detail::Job job{a, b, out.c.data(), out.bound.data(), m, n, k};
     const std::uint64_t work_per_row = std::max<std::uint64_t>(1, n * k);
     // The work is counted in multiply-adds, so that parallel_for_ranges (a thread per 2^20
@@ -205,7 +342,8 @@ inline MatmulExpected matmul_reference(const float* a, const float* b, std::uint
     struct Context {
         const matmul_detail::Job* job;
         std::uint64_t work_per_row;
-    } context{&job, work_per_row};
+        double* row_coherence;
+    } context{&job, work_per_row, row_coherence.data()};
     parallel_for_ranges(
         static_cast<std::size_t>(m * work_per_row),
         [](std::size_t begin, std::size_t end, void* p) {
@@ -215,10 +353,16 @@ inline MatmulExpected matmul_reference(const float* a, const float* b, std::uint
             if (first_row >= end_row) return;
             matmul_detail::reference_rows(*ctx.job, first_row, end_row);
             const std::uint64_t n_cols = ctx.job->n;
-            for (std::uint64_t e = first_row * n_cols; e < end_row * n_cols; ++e)
-                ctx.job->sum_abs[e] = dot_error_bound(ctx.job->k, ctx.job->sum_abs[e]);
+            for (std::uint64_t row = first_row; row < end_row; ++row)
+                for (std::uint64_t e = row * n_cols; e < (row + 1) * n_cols; ++e) {
+                    ctx.row_coherence[row] += matmul_detail::coherence_squared(ctx.job->c[e], ctx.job->sum_abs[e]);
+                    ctx.job->sum_abs[e] = dot_error_bound(ctx.job->k, ctx.job->sum_abs[e]);
+                }
         },
         &context);
+    double coherence = 0.0;
+    for (const double row : row_coherence) coherence += row;
+    out.mean_square_coherence = m * n > 0 ? coherence / static_cast<double>(m * n) : 0.0;
     return out;
 }
 
@@ -234,6 +378,7 @@ struct SampledMatmulExpected {
     std::vector<std::uint64_t> only;
     std::vector<double> c;
     std::vector<double> bound;
+    double mean_square_coherence = 0.0;  // over the sampled elements
 };
 
 inline SampledMatmulExpected matmul_reference_sampled(const float* a, const float* b, std::uint64_t m,
@@ -283,24 +428,47 @@ inline SampledMatmulExpected matmul_reference_sampled(const float* a, const floa
         },
         &context);
     SampledMatmulExpected out;
+    double coherence = 0.0;
+    const auto add = [&](std::uint64_t index, double c, double sum_abs) {
+        out.only.push_back(index);
+        out.c.push_back(c);
+        out.bound.push_back(dot_error_bound(k, sum_abs));
+        coherence += matmul_detail::coherence_squared(c, sum_abs);
+    };
     std::size_t next_row = 0;
     for (std::uint64_t i = 0; i < m; ++i) {
         if (next_row < rows.size() && rows[next_row] == i) {  // a sampled row: all of it
-            for (std::uint64_t j = 0; j < n; ++j) {
-                out.only.push_back(i * n + j);
-                out.c.push_back(row_c[next_row * n + j]);
-                out.bound.push_back(dot_error_bound(k, row_s[next_row * n + j]));
-            }
+            for (std::uint64_t j = 0; j < n; ++j) add(i * n + j, row_c[next_row * n + j], row_s[next_row * n + j]);
             ++next_row;
             continue;
         }
-        for (std::size_t t = 0; t < columns.size(); ++t) {
-            out.only.push_back(i * n + columns[t]);
-            out.c.push_back(column_c[i * columns.size() + t]);
-            out.bound.push_back(dot_error_bound(k, column_s[i * columns.size() + t]));
-        }
+        for (std::size_t t = 0; t < columns.size(); ++t)
+            add(i * n + columns[t], column_c[i * columns.size() + t], column_s[i * columns.size() + t]);
     }
+    out.mean_square_coherence = out.only.empty() ? 0.0 : coherence / static_cast<double>(out.only.size());
     return out;
+}
+
+// The checker's Expected for C (named `name`: "c", or another output of a lab whose
+// kernels multiply matrices): the float64 product, each element's bound, and the test of
+// the whole product with its limit for this k and these inputs (see above). Any order of
+// the multiply-adds is allowed, so a correct answer may change from run to run (a split
+// k added up with atomics); the spread then counts against the bound.
+inline Expected matmul_expected(std::string name, std::uint64_t m, std::uint64_t n, std::uint64_t k,
+                                MatmulExpected product) {
+    Expected expected{std::move(name), {m, n}, std::move(product.c), std::move(product.bound), {}, {},
+                      /*fixed_order=*/false};
+    matmul_detail::add_rms_test(expected, k, product.mean_square_coherence);
+    return expected;
+}
+
+inline Expected matmul_expected(std::string name, std::uint64_t m, std::uint64_t n, std::uint64_t k,
+                                SampledMatmulExpected sampled) {
+    Expected expected{std::move(name), {m, n}, std::move(sampled.c), std::move(sampled.bound), {}, {},
+                      /*fixed_order=*/false};
+    expected.only = std::move(sampled.only);
+    matmul_detail::add_rms_test(expected, k, sampled.mean_square_coherence);
+    return expected;
 }
 
 }  // namespace labkit

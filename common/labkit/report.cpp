@@ -46,10 +46,17 @@ Json mismatch_json(const std::optional<Mismatch>& m) {
 }  // namespace
 
 Json to_json(const CompareReport& r) {
-    return Json{{"name", r.output},          {"status", r.passed ? "passed" : "failed"},
-                {"checked", r.checked},      {"mismatches", r.mismatches},
-                {"message", r.message},      {"first", mismatch_json(r.first)},
-                {"worst", mismatch_json(r.worst)}, {"near_miss", r.near_miss}};
+    Json json{{"name", r.output},          {"status", r.passed ? "passed" : "failed"},
+              {"checked", r.checked},      {"mismatches", r.mismatches},
+              {"message", r.message},      {"first", mismatch_json(r.first)},
+              {"worst", mismatch_json(r.worst)}, {"near_miss", r.near_miss}};
+    // The whole-output test, where the reference sets one (Expected::rms_limit).
+    if (r.rms_limit > 0)
+        json["rms_error"] = Json{{"measured", !r.rms_error               ? Json(nullptr)
+                                              : std::isfinite(*r.rms_error) ? Json(*r.rms_error)
+                                                                             : Json(format_value(*r.rms_error))},
+                                 {"limit", r.rms_limit}, {"failed", r.rms_failed}};
+    return json;
 }
 
 Json to_json(const CaseReport& report, const CaseSpec& spec) {

@@ -224,3 +224,96 @@ TEST_CASE("test_compare_in_parts_a_sampled_index_outside_the_output_is_named") {
         CHECK(std::string(e.what()) == "reference for 'c' samples element 9 of 6");
     }
 }
+
+TEST_CASE("test_compare_root_mean_square_of_the_errors_judges_the_whole_output") {
+    // Four elements, each allowed 1.0 off; off by 0.5, 0.5, 0.5 and 0.5: every one within
+    // its bound, and the root mean square of error / bound is 0.5.
+    Expected e{"c", {4}, {1.0, 2.0, 3.0, 4.0}, {1.0, 1.0, 1.0, 1.0}};
+    const auto got = floats({1.5f, 1.5f, 3.5f, 3.5f});
+    const auto plain = compare_within_tolerance(e, got, kExact);
+    CHECK(plain.passed);
+    CHECK_FALSE(plain.rms_error);  // no limit set, nothing measured
+
+    e.rms_limit = 0.6;
+    const auto under = compare_within_tolerance(e, got, kExact);
+    CHECK(under.passed);
+    REQUIRE(under.rms_error);
+    CHECK(*under.rms_error == doctest::Approx(0.5));
+    CHECK(under.rms_limit == 0.6);
+    CHECK_FALSE(under.rms_failed);
+    CHECK(under.message == "all 4 elements of c match");
+
+    e.rms_limit = 0.4;
+    const auto over = compare_within_tolerance(e, got, kExact);
+    CHECK_FALSE(over.passed);
+    CHECK(over.rms_failed);
+    CHECK(over.mismatches == 0);  // no element is wrong on its own
+    CHECK_FALSE(over.first);
+    CHECK(over.message ==
+          "each of the 4 elements of c is within its own bound, but the root mean square of their errors is 0.5 "
+          "of the allowed difference, more than the 0.4 a correct answer stays within");
+
+    // The lab's own words, given the measured value and the limit.
+    e.rms_explain = [](double rms, double limit) {
+        return "rms " + labkit::format_value(rms) + " over " + labkit::format_value(limit);
+    };
+    CHECK(compare_within_tolerance(e, got, kExact).message ==
+          "each of the 4 elements of c is within its own bound, but rms 0.5 over 0.4");
+
+    // An element outside its bound is named first, as ever; the test of the whole is not
+    // what failed.
+    const auto wrong = compare_within_tolerance(e, floats({1.5f, 1.5f, 9.0f, 3.5f}), kExact);
+    CHECK_FALSE(wrong.passed);
+    CHECK_FALSE(wrong.rms_failed);
+    CHECK(wrong.message.find("c[2] is wrong: expected 3, got 9") == 0);
+
+    // A NaN is never averaged away: it is a wrong element.
+    const auto nan = compare_within_tolerance(e, floats({1.0f, 2.0f, kNaN, 4.0f}), kExact);
+    CHECK_FALSE(nan.passed);
+    CHECK(nan.mismatches == 1);
+
+    // Without a bound per element there is nothing to take the errors as a fraction of.
+    Expected no_bounds = expect({1.0});
+    no_bounds.rms_limit = 0.5;
+    CHECK_THROWS_AS(compare_within_tolerance(no_bounds, floats({1.0f}), kExact), std::logic_error);
+}
+
+TEST_CASE("test_compare_root_mean_square_over_the_sampled_elements_only") {
+    // Elements 1 and 5 are compared (off by 0.3 and 0.4 of their bounds of 1); the others
+    // are far off but not sampled.
+    auto got = HostArray::make<float>("c", {2, 3});
+    const std::vector<float> values{9.0f, 1.3f, 9.0f, 9.0f, 9.0f, 2.4f};
+    for (std::size_t i = 0; i < values.size(); ++i) got.as<float>()[i] = values[i];
+    Expected sampled{"c", {2, 3}, {1.0, 2.0}, {1.0, 1.0}};
+    sampled.only = {1, 5};
+    sampled.rms_limit = 0.3;
+    const auto r = compare_within_tolerance(sampled, got, kExact);
+    REQUIRE(r.rms_error);
+    CHECK(*r.rms_error == doctest::Approx(std::sqrt((0.3 * 0.3 + 0.4 * 0.4) / 2)).epsilon(1e-6));
+    CHECK(r.rms_failed);
+    CHECK(r.message.find("each of the 2 sampled elements (of 6) of c is within its own bound, but ") == 0);
+}
+
+TEST_CASE("test_compare_root_mean_square_is_the_same_in_any_number_of_parts") {
+    const std::size_t n = 3 * (1 << 18) + 5;
+    std::vector<float> got(n);
+    Expected e{"c", {n}, std::vector<double>(n), std::vector<double>(n, 1.0)};
+    for (std::size_t i = 0; i < n; ++i) {
+        e.values[i] = static_cast<double>(i % 101);
+        got[i] = static_cast<float>(e.values[i] + 0.001 * static_cast<double>(i % 7));
+    }
+    e.rms_limit = 0.001;
+    const auto output = floats(got);
+    std::optional<double> one_pass;
+    {
+        const labkit::ForcedPartsForTesting forced(1);
+        one_pass = compare_within_tolerance(e, output, kExact).rms_error;
+    }
+    REQUIRE(one_pass);
+    for (std::size_t parts : {2, 7, 32}) {
+        const labkit::ForcedPartsForTesting forced(parts);
+        const auto r = compare_within_tolerance(e, output, kExact);
+        REQUIRE(r.rms_error);
+        CHECK(*r.rms_error == *one_pass);  // bit for bit
+    }
+}

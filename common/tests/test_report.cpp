@@ -260,3 +260,20 @@ TEST_CASE("test_report_second_runs_have_their_own_dump_files") {
     CHECK_FALSE(labkit::first_bitwise_difference(sums(-0.0f), sums(-0.0f)));
     CHECK(labkit::first_bitwise_difference(sums(0.0f), sums(-0.0f)) == 0u);  // equal values, different bits
 }
+
+TEST_CASE("test_report_json_carries_the_root_mean_square_test_where_there_is_one") {
+    labkit::Expected e = bound_of(1.0, 1.0);
+    const auto plain = labkit::to_json(labkit::compare_within_tolerance(e, sums(1.5f), {}));
+    CHECK_FALSE(plain.contains("rms_error"));
+    e.rms_limit = 0.25;
+    const auto over = labkit::to_json(labkit::compare_within_tolerance(e, sums(1.5f), {}));
+    REQUIRE(over.contains("rms_error"));
+    CHECK(over["status"] == "failed");
+    CHECK(over["mismatches"] == 0);
+    CHECK(over["rms_error"]["measured"] == 0.5);
+    CHECK(over["rms_error"]["limit"] == 0.25);
+    CHECK(over["rms_error"]["failed"] == true);
+    // One element: named, and its error is the root mean square.
+    CHECK(over["message"] == "sum[0] is within its own bound, but its error is 0.5 of the allowed difference, more "
+                             "than the 0.25 a correct answer stays within");
+}

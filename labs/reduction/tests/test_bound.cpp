@@ -93,21 +93,29 @@ struct Source {
     float operator[](std::size_t i) const { return static_cast<float>(units(i)) * 0x1p-24f; }  // exact
 };
 
-// The exact Σx and Σ|x| (integers in units of 2^-24, exact in double below 2^53).
+// The exact Σx and Σ|x| (integers in units of 2^-24, exact in double below 2^53), and
+// Σx² and max|x| for the test of the error itself (typical_error_limit), Σx² to double
+// precision, which is all a limit needs.
 struct ExactSums {
     double sum;
     double sum_abs;
+    double sum_squares = 0.0;
+    double max_abs = 0.0;
 };
 
 template <class Elements>
 ExactSums exact_sums(const Elements& x, std::size_t n) {
     std::int64_t sum = 0, sum_abs = 0;
+    double sum_squares = 0.0, max_abs = 0.0;
     for (std::size_t i = 0; i < n; ++i) {
         const auto u = static_cast<std::int64_t>(static_cast<double>(x[i]) * 0x1p24);
         sum += u;
         sum_abs += u < 0 ? -u : u;
+        const double v = static_cast<double>(x[i]);
+        sum_squares += v * v;
+        max_abs = std::max(max_abs, std::fabs(v));
     }
-    return {static_cast<double>(sum) * 0x1p-24, static_cast<double>(sum_abs) * 0x1p-24};
+    return {static_cast<double>(sum) * 0x1p-24, static_cast<double>(sum_abs) * 0x1p-24, sum_squares, max_abs};
 }
 
 std::vector<float> materialise(const Source& source, std::size_t n) {
@@ -333,16 +341,21 @@ const std::vector<Inputs> kAllInputs = {Inputs::mixed_signs, Inputs::positive, I
 const std::vector<Rung> kMultipassRungs = {Rung::interleaved_divergent, Rung::sequential_addressing,
                                            Rung::first_add_during_load, Rung::warp_shuffle};
 
-// What a correct order must satisfy: depth within the contract, value within the bound.
+// What a correct order must satisfy: depth within the contract, value within the bound,
+// and its error within the test of the error itself (bound.hpp: lower precision), with a
+// margin of 3.
 void check_correct(const Partial& sum, std::size_t n, const ExactSums& exact, double reference) {
     CAPTURE(n);
     CHECK(sum.depth <= static_cast<int>(max_addition_depth(n)));
     const double bound = reduction_error_bound(n, exact.sum_abs);
+    const double limit = reduction::typical_error_limit(n, exact.sum, exact.sum_squares, exact.max_abs);
     CAPTURE(sum.value);
     CAPTURE(reference);
     CAPTURE(bound);
+    CAPTURE(limit);
     CHECK(sum_within_bound(sum.value, reference, bound));
     CHECK(sum_within_bound(sum.value, exact.sum, bound));
+    CHECK(std::fabs(static_cast<double>(sum.value) - exact.sum) <= limit / 3.0);
 }
 
 // A wrong sum must be outside the bound.
