@@ -118,10 +118,10 @@ def test_gradescope_results_of_each_kind(tmp_path):
         paths = publish.write_student(tmp_path, entry_for(student, outcome), "V")
         return json.loads(paths["gradescope"].read_text())
 
-    flagged = gradescope("a", "flagged")
-    assert flagged["score"] == 82.0 and flagged["execution_time"] == 60
-    assert [t["status"] for t in flagged["tests"]] == ["passed"] * 4
-    assert "0.6048 ms per run" in flagged["tests"][-1]["output"]
+    flagged = gradescope("a", "flagged")  # every case passed, but a time below the physical floor
+    assert flagged["score"] == 70.0 and flagged["execution_time"] == 60
+    assert [t["status"] for t in flagged["tests"]] == ["passed"] * 3 + ["failed"]
+    assert "below what this GPU can do at all" in flagged["tests"][-1]["output"]
     failing = gradescope("b", "graded")
     assert [t["status"] for t in failing["tests"]] == ["passed", "failed", "passed", "failed"]
     assert "c[256] is wrong" in failing["tests"][1]["output"]
