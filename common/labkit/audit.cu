@@ -41,6 +41,17 @@ struct Counters {
     unsigned long long first;
 };
 
+// This thread's share of a loop over the whole grid: its first index, and the whole grid's width.
+struct Share {
+    std::size_t first;
+    std::size_t width;
+};
+
+__device__ Share my_share() {
+    const std::size_t threads = blockDim.x;
+    return {blockIdx.x * threads + threadIdx.x, gridDim.x * threads};
+}
+
 __device__ void note_differences(Counters* out, unsigned long long count, unsigned long long first) {
     if (count == 0) return;
     atomicAdd(&out->count, count);
@@ -51,12 +62,11 @@ __device__ void note_differences(Counters* out, unsigned long long count, unsign
 // element for what is left.
 __global__ void count_unequal_kernel(const unsigned char* a, const unsigned char* b, std::size_t bytes,
                                      unsigned element, std::size_t vectors, Counters* out) {
-    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-    const std::size_t tid = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    const Share share = my_share();
     unsigned long long count = 0, first = ~0ull;
     const auto* va = reinterpret_cast<const uint4*>(a);
     const auto* vb = reinterpret_cast<const uint4*>(b);
-    for (std::size_t v = tid; v < vectors; v += stride) {
+    for (std::size_t v = share.first; v < vectors; v += share.width) {
         const uint4 x = va[v], y = vb[v];
         if (x.x == y.x && x.y == y.y && x.z == y.z && x.w == y.w) continue;
         for (unsigned e = 0; e < 16; e += element) {
@@ -69,7 +79,7 @@ __global__ void count_unequal_kernel(const unsigned char* a, const unsigned char
         }
     }
     const std::size_t tail_first = vectors * 16 / element, elements = bytes / element;
-    for (std::size_t i = tail_first + tid; i < elements; i += stride) {
+    for (std::size_t i = tail_first + share.first; i < elements; i += share.width) {
         bool differ = false;
         for (unsigned k = 0; k < element; ++k) differ |= a[i * element + k] != b[i * element + k];
         if (differ) {
@@ -87,10 +97,10 @@ __device__ double warp_sum(double v) {
 
 __global__ void screen_floats_kernel(const float* got, const float* reference, std::size_t n, Counters* non_finite,
                                      double* sums) {
-    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+    const Share share = my_share();
     unsigned long long count = 0, first = ~0ull;
     double squared_difference = 0.0, squared_reference = 0.0;
-    for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    for (std::size_t i = share.first; i < n; i += share.width) {
         const float g = got[i], r = reference[i];
         if (!isfinite(r)) continue;
         if (!isfinite(g)) {
@@ -113,8 +123,8 @@ __global__ void screen_floats_kernel(const float* got, const float* reference, s
 
 __global__ void first_beyond_kernel(const float* got, const float* reference, std::size_t n, double limit,
                                     unsigned long long* first) {
-    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-    for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const Share share = my_share();
+    for (std::size_t i = share.first; i < n; i += share.width) {
         if (!(std::fabs(static_cast<double>(got[i]) - static_cast<double>(reference[i])) <= limit)) {
             atomicMin(first, static_cast<unsigned long long>(i));
             return;

@@ -6,12 +6,15 @@ process its starting thread's affinity), so nothing inside the sandbox needs to 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 
 from .config import Config
 
 
+@functools.cache
 def usable() -> frozenset[int]:
+    """The CPUs this process may use, as it started (before any thread narrowed its own)."""
     try:
         return frozenset(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -35,6 +38,19 @@ def timing_cpus(config: Config) -> frozenset[int] | None:
     """The CPUs left to timing (the highest-numbered ones), or None: all of them."""
     work = work_cpus(config)
     return None if work is None else usable() - work
+
+
+def keep_to_work_cpus(config: Config) -> None:
+    """The calling thread, and every thread and program it starts from now on, on the work
+    CPUs: the grader's own threads (a batch's builders and graders, the checks of kept
+    samples) never take a CPU from the timed programs. Only a block under on_timing_cpus
+    starts programs on the CPUs left to timing."""
+    cpus = work_cpus(config)
+    if cpus is not None:
+        try:
+            os.sched_setaffinity(0, cpus)
+        except OSError:
+            pass  # not allowed here: everything shares every CPU, as without a reservation
 
 
 @contextlib.contextmanager

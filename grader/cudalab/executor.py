@@ -20,7 +20,7 @@ import subprocess
 import threading
 from abc import ABC, abstractmethod
 
-from . import build, grade
+from . import build, cpus, grade
 from .config import Config
 from .errors import CudalabError, UsageError
 from .audit import AuditServer
@@ -116,6 +116,7 @@ class LocalExecutor(Executor):
         if not plan.todo:
             return
         config, spec = self.config, plan.spec
+        cpus.keep_to_work_cpus(config)  # the batch's threads, and what they start, off the CPUs left to timing
         reporter.phase("bringing the official build up to date")
         try:
             build.ensure_official(config, spec)

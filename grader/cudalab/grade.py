@@ -562,6 +562,7 @@ def grade(config: Config, lab: str, folder: Path, seed: int | None = None,
     """Grade `folder`; always return a complete result document (never raise for a failure).
     With `attachments_to`, the pictures its feedback links are written there. The GPU is
     probed while the submission builds (the probe runs only official code)."""
+    cpus.keep_to_work_cpus(config)
     started = time.perf_counter()
     try:
         spec = labs.load_lab(config, lab)
@@ -597,6 +598,7 @@ def grade_many(config: Config, lab: str, folders: list[Path], *, jobs: int | Non
     """Grade several submissions: their builds side by side on the CPU cores, then their GPU
     runs one at a time (timing needs the GPU alone). on_result(folder, result), when given,
     sees each result as it is done."""
+    cpus.keep_to_work_cpus(config)
     try:
         build.ensure_official(config, labs.load_lab(config, lab))
     except CudalabError:
