@@ -9,7 +9,6 @@
 #include "labkit/binary_io.hpp"
 #include "labkit/cli.hpp"
 #include "labkit/exit_codes.hpp"
-#include "labkit/output_hash.hpp"
 #include "labkit/report.hpp"
 
 namespace labkit {
@@ -23,22 +22,8 @@ bool any_output_dumped(const Problem& problem, const CaseSpec& spec, const std::
                        [&](const OutputSpec& out) { return fs::exists(dump_path(dump_dir, spec, out.name)); });
 }
 
-// A dumped output's hash against the one the program reported when its timed sample
-// ended; an empty string when they agree (or no hash was asked for), else why not.
-std::string hash_disagreement(const HostArray& array, const CheckerOptions& options) {
-    if (options.hash_key.empty()) return "";
-    const auto wanted = std::find_if(options.expected_hashes.begin(), options.expected_hashes.end(),
-                                     [&](const auto& e) { return e.first == array.name; });
-    if (wanted == options.expected_hashes.end())
-        return "no hash was reported for output " + array.name + " when the timed sample ended";
-    const Hash128 got = hash_bytes_on_host(array.bytes.data(), array.bytes.size(), hash_from_hex(options.hash_key));
-    if (to_hex(got) == wanted->second) return "";
-    return "the " + array.name + " dumped for this timed sample is not the " + array.name +
-           " the program reported when the sample ended (its hash differs): the outputs were changed afterwards";
-}
-
 // Reads the dumped outputs of one run of a case into `got`; a report when they cannot be
-// judged (missing, malformed, or changed after its timed sample ended).
+// judged (missing or malformed).
 std::optional<CaseReport> read_run(const Problem& problem, const CaseSpec& spec, const std::vector<Expected>& expected,
                                    const CheckerOptions& options, int run, std::vector<HostArray>& got) {
     for (const auto& e : expected) {
@@ -59,9 +44,6 @@ std::optional<CaseReport> read_run(const Problem& problem, const CaseSpec& spec,
                                       " but output " + out.name + " is " + std::string(dtype_name(out.dtype)),
                                   {}};
             array.name = out.name;
-            if (run == 1)
-                if (const std::string why = hash_disagreement(array, options); !why.empty())
-                    return CaseReport{spec.name, "inconsistent", why, {}};
             got.push_back(std::move(array));
         } catch (const FormatError& e) {
             return CaseReport{spec.name, "malformed", e.what(), {}};
@@ -127,8 +109,8 @@ CaseReport check_dumped_case(const Problem& problem, const Reference& reference,
     if (!options.images_dir.empty()) write_case_images(problem, spec, inputs, expected, got, options.images_dir);
     const CaseReport first = check_case(problem, spec, expected, got);
     // A float case run twice is judged on the worse run, and an answer that changes from
-    // run to run is said to (timed samples are single runs, bound to their hash).
-    if (!options.hash_key.empty() || !second_run_dumped(problem, spec, options.dump_dir)) return first;
+    // run to run is said to (a kept timed sample is a single run).
+    if (!second_run_dumped(problem, spec, options.dump_dir)) return first;
     std::vector<HostArray> again;
     if (auto unusable = read_run(problem, spec, expected, options, 2, again)) return *unusable;
     return worse_of_two_runs(first, check_case(problem, spec, expected, again), got, again, expected);
@@ -164,16 +146,7 @@ int checker_main(int argc, char** argv, const Problem& problem, const Reference&
             if (!c) throw UsageError("there is no bench case '" + name + "' in lab " + problem.name);
             selected.push_back(c);
         }
-        if (!options.hash_key.empty()) {
-            if (selected.size() != 1)
-                throw UsageError("--expect-hash checks the outputs of one timed sample: name exactly one case");
-            (void)hash_from_hex(options.hash_key);
-            for (const auto& [output, hash] : options.expected_hashes) {
-                (void)problem.output(output);
-                (void)hash_from_hex(hash);
-            }
-        }
-    } catch (const std::exception& e) {  // an unknown case or output, a malformed hash
+    } catch (const std::exception& e) {  // an unknown case
         std::cerr << program << ": " << e.what() << "\n";
         return kExitUsage;
     }

@@ -153,19 +153,9 @@ CheckerOptions parse_checker_options(const std::vector<std::string>& args) {
     p.option("--verdict", [&](const std::string& v) { o.verdict_path = v; });
     p.option("--case", [&](const std::string& v) { o.cases.push_back(v); });
     p.option("--bench-case", [&](const std::string& v) { o.bench_cases.push_back(v); });
-    p.option("--hash-key", [&](const std::string& v) { o.hash_key = v; });
     p.option("--images", [&](const std::string& v) { o.images_dir = v; });
-    p.option("--expect-hash", [&](const std::string& v) {
-        const auto eq = v.find('=');
-        if (eq == std::string::npos || eq == 0)
-            throw UsageError("--expect-hash needs OUTPUT=HASH, got '" + v + "'");
-        o.expected_hashes.emplace_back(v.substr(0, eq), v.substr(eq + 1));
-    });
     p.parse(args);
     if (o.help) return o;
-    if (o.expected_hashes.empty() != o.hash_key.empty())
-        throw UsageError("--expect-hash and --hash-key go together: the key the hashes were made with, and one "
-                         "OUTPUT=HASH per output");
     if (!have_seed) throw UsageError("the checker needs --seed: the seed the outputs were made with");
     if (o.dump_dir.empty()) throw UsageError("the checker needs --dump DIR: the folder the outputs were dumped to");
     if (o.verdict_path.empty()) throw UsageError("the checker needs --verdict FILE: where to write its verdict");
@@ -193,11 +183,10 @@ std::string harness_usage(const std::string& program) {
 
 std::string checker_usage(const std::string& program) {
     return "usage: " + program + " --seed S --dump DIR --verdict FILE [--case NAME]... [--bench-case NAME]...\n"
-           "       [--hash-key KEY --expect-hash OUTPUT=HASH...] [--images DIR]\n\n"
+           "       [--images DIR]\n\n"
            "Regenerates the inputs from the seed, computes the reference on the CPU and compares\n"
            "every dumped output within the lab's tolerance. Without --case it checks every\n"
-           "correctness case; bench cases only when named. With --expect-hash, each dumped\n"
-           "output must also have the hash the program reported for it. With --images, every\n"
+           "correctness case; bench cases only when named. With --images, every\n"
            "2-D 8-bit input and output (expected_<name>.pgm and the dumped <name>.pgm) of each\n"
            "checked case is written as a PGM under DIR/<case>/.\n";
 }

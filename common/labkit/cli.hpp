@@ -55,10 +55,6 @@ struct CheckerOptions {
     std::string verdict_path;              // --verdict FILE (required)
     std::vector<std::string> cases;        // --case NAME (repeatable); empty: all
     std::vector<std::string> bench_cases;  // --bench-case NAME (repeatable)
-    // --hash-key HEX and --expect-hash OUTPUT=HEX (repeatable): the dumped outputs must
-    // have the hashes the program reported for them when the timed sample ended.
-    std::string hash_key;
-    std::vector<std::pair<std::string, std::string>> expected_hashes;
     // --images DIR: write every 2-D 8-bit input and output of each checked case (the
     // reference's and the dumped one) as a PGM under DIR/<case>/, for people to look at.
     std::string images_dir;

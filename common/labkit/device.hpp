@@ -10,7 +10,6 @@
 
 #include "labkit/host_array.hpp"
 #include "labkit/inputs.hpp"
-#include "labkit/output_hash.hpp"
 
 namespace labkit {
 
@@ -79,21 +78,6 @@ DeviceInfo query_device();
 // Fills `array` (allocated for `spec`) on the device from the seed: the values
 // generate_on_host(spec, seed) gives on the CPU (device_inputs.cu).
 void fill_on_device(DeviceArray& array, const InputSpec& spec, std::uint64_t seed);
-
-// The keyed hash of output_hash.hpp, computed on the device over arrays of up to
-// max_bytes bytes, with scratch memory allocated once (output_hash.cu).
-class DeviceHasher {
-public:
-    explicit DeviceHasher(std::size_t max_bytes);
-    Hash128 hash(const DeviceArray& array, Hash128 key);
-    std::size_t max_bytes() const;
-    // The device memory a hasher for arrays of up to max_bytes bytes allocates (the
-    // harness counts it before a --paced case allocates anything).
-    static std::size_t scratch_bytes(std::size_t max_bytes);
-
-private:
-    DeviceBuffer level_a_, level_b_, result_;
-};
 
 // The SM clock right now, in MHz, measured by a short spin kernel as clock cycles per
 // global-timer nanosecond (independent of what the driver reports).

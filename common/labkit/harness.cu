@@ -22,6 +22,7 @@
 #include "labkit/check.hpp"
 #include "labkit/cli.hpp"
 #include "labkit/exit_codes.hpp"
+#include "labkit/generate.hpp"
 #include "labkit/line_channel.hpp"
 #include "labkit/report.hpp"
 #include "labkit/shared_arena.hpp"
@@ -112,7 +113,7 @@ Json memory_json(const CaseMemory& memory, const MemoryFit& fit) {
     return Json{{"needed_bytes", fit.needed},          {"needed_with_margin_bytes", fit.with_margin},
                 {"free_bytes", fit.free},              {"inputs_bytes", memory.inputs},
                 {"outputs_bytes", memory.run.outputs}, {"workspace_bytes", memory.run.workspace},
-                {"library_bytes", memory.run.library}, {"hasher_bytes", memory.hasher},
+                {"library_bytes", memory.run.library},
                 {"copy_baseline_bytes", memory.copy_baseline}};
 }
 

@@ -15,7 +15,7 @@ std::size_t add(std::size_t a, std::size_t b) {
 }  // namespace
 
 std::size_t CaseMemory::peak() const {
-    const std::size_t with_case = add(add(add(add(inputs, run.outputs), run.workspace), run.library), hasher);
+    const std::size_t with_case = add(add(add(inputs, run.outputs), run.workspace), run.library);
     return std::max(with_case, copy_baseline);
 }
 
@@ -57,7 +57,6 @@ std::string describe_case_memory(const CaseMemory& memory) {
     part("outputs", memory.run.outputs);
     part("workspace", memory.run.workspace);
     part("library scratch", memory.run.library);
-    part("output hashing", memory.hasher);
     part("copy baseline (after the case)", memory.copy_baseline);
     return text.empty() ? "nothing" : text;
 }

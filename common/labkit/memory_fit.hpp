@@ -22,7 +22,6 @@ struct RunMemory {
 struct CaseMemory {
     std::size_t inputs = 0;
     RunMemory run;
-    std::size_t hasher = 0;         // --paced: the output hasher's scratch, alive beside the case
     std::size_t copy_baseline = 0;  // --bench: the copy roof's two buffers, allocated after the case's are freed
 
     // The most that is allocated at once. It saturates rather than wraps: a workspace size

@@ -21,7 +21,7 @@ inline constexpr const char* kVerdictSchema = "cudalab.verdict/1";
 
 struct CaseReport {
     std::string name;
-    std::string status;  // passed | failed | missing | malformed | inconsistent (a timed sample changed after it ended)
+    std::string status;  // passed | failed | missing | malformed
     std::string message;
     std::vector<CompareReport> outputs;
     bool changes_between_runs = false;  // a float case's two runs gave different bits

@@ -75,8 +75,7 @@ TEST_CASE("test_cli_checker_requires_seed_dump_and_verdict") {
                                                   "--bench-case", "big"});
     CHECK(o.seed == 5);
     CHECK(o.bench_cases == std::vector<std::string>{"big"});
-    CHECK(usage_message({"--seed", "1", "--dump", "d", "--verdict", "v", "--expect-hash", "nohash"}, true)
-              .find("OUTPUT=HASH") != std::string::npos);
+    // The options of a grader that once held timed samples to hashes are gone: unknown now.
     CHECK(usage_message({"--seed", "1", "--dump", "d", "--verdict", "v", "--expect-hash", "c=00"}, true)
-              .find("--hash-key") != std::string::npos);
+              .find("unknown option '--expect-hash'") != std::string::npos);
 }

@@ -12,7 +12,6 @@
 #include "labkit/device.hpp"
 #include "labkit/generate.hpp"
 #include "labkit/inputs.hpp"
-#include "labkit/output_hash.hpp"
 
 namespace {
 
@@ -70,20 +69,4 @@ TEST_CASE("test_device_images_equal_the_host_images_bit_for_bit") {
     check_fill_matches_host({"f", DType::u8, {40, 50}, Fill::tiles_u8(1, 50, photo.data(), 31, 17, 0).with_element(7, 255)},
                             4);
     check_fill_matches_host({"b", DType::u8, {17, 31}, Fill::bytes(photo.data())}, 4);
-}
-
-TEST_CASE("test_device_hash_equals_the_host_hash") {
-    const labkit::Hash128 key{0x1234, 0xabcdef};
-    // Sizes around the word and chunk edges, and one large enough for three tree levels.
-    for (std::uint64_t bytes : {0ull, 1ull, 7ull, 8ull, 9ull, 2048ull * 8, 2048ull * 8 + 4, (1ull << 20) + 12,
-                                2048ull * 2048 * 8 + 40}) {
-        labkit::DeviceArray array("out", labkit::DType::u8, {bytes});
-        std::vector<std::uint8_t> host(bytes);
-        for (std::uint64_t i = 0; i < bytes; ++i) host[i] = static_cast<std::uint8_t>(i * 131 + (i >> 9));
-        if (bytes) LABKIT_CHECK(cudaMemcpy(array.data(), host.data(), bytes, cudaMemcpyHostToDevice));
-        labkit::DeviceHasher hasher(bytes ? bytes : 1);
-        const auto on_device = hasher.hash(array, key);
-        const auto on_host = labkit::hash_bytes_on_host(host.data(), host.size(), key);
-        CHECK_MESSAGE(on_device == on_host, "bytes = " << bytes);
-    }
 }

@@ -8,7 +8,6 @@
 #include "labkit/binary_io.hpp"
 #include "labkit/checker.hpp"
 #include "labkit/exit_codes.hpp"
-#include "labkit/output_hash.hpp"
 #include "labkit/report.hpp"
 
 namespace fs = std::filesystem;
@@ -120,31 +119,6 @@ TEST_CASE("test_checker_judges_an_undumped_case_without_its_reference") {
     s.dump(doubled(10));
     CHECK(s.check(10, counting) == labkit::kExitPassed);
     CHECK(references == 1);
-}
-
-// A timed sample's outputs are checked against the hash the program reported when the
-// sample ended: right values dumped later, under another hash, do not pass.
-TEST_CASE("test_checker_holds_a_timed_sample_to_its_reported_hash") {
-    Scratch s;
-    const auto right = doubled(10);
-    s.dump(right);
-    const labkit::Hash128 key{12345, 67890};
-    const std::string key_hex = labkit::to_hex(key);
-    const std::string reported = labkit::to_hex(labkit::hash_bytes_on_host(right.data(), right.size() * sizeof(float), key));
-    CHECK(s.check(10, doubling_reference, {"--case", "small", "--hash-key", key_hex, "--expect-hash", "out=" + reported}) ==
-          labkit::kExitPassed);
-    auto other = right;
-    other[0] = 0.0f;  // what the program reported was something else
-    const std::string forged = labkit::to_hex(labkit::hash_bytes_on_host(other.data(), other.size() * sizeof(float), key));
-    CHECK(s.check(10, doubling_reference, {"--case", "small", "--hash-key", key_hex, "--expect-hash", "out=" + forged}) ==
-          labkit::kExitFailed);
-    CHECK(s.verdict().find("\"status\": \"inconsistent\"") != std::string::npos);
-    CHECK(s.verdict().find("changed afterwards") != std::string::npos);
-    // Malformed hash options are usage errors, not verdicts.
-    CHECK(s.check(10, doubling_reference, {"--case", "small", "--hash-key", "xyz", "--expect-hash", "out=" + reported}) ==
-          labkit::kExitUsage);
-    CHECK(s.check(10, doubling_reference, {"--hash-key", key_hex, "--expect-hash", "nosuch=" + reported}) ==
-          labkit::kExitUsage);
 }
 
 TEST_CASE("test_report_check_case_and_json") {

@@ -12,7 +12,7 @@ class Harness(IntEnum):
     """What a lab binary or checker exits with (docs/architecture.md, "Exit codes")."""
 
     PASSED = 0       # a lab binary: every case ran; a checker: every case passed
-    FAILED = 1       # a checker: some output was wrong, missing or inconsistent
+    FAILED = 1       # a checker: some output was wrong or missing
     USAGE = 2        # bad command line or bad input file
     CUDA_ERROR = 3   # a CUDA call or kernel launch failed
     NO_DEVICE = 4    # no CUDA device here: nothing ran; never a student failure
