@@ -41,7 +41,7 @@ CLASS = {
     "bob": ("tar.gz", {"wrong_cases": ["c_7"]}),                   # wrong
     "carol": ("zip", {"compile_error": True}),                     # does not compile
     "hank": ("folder", {"hang": True}),                            # hangs: the run's time limit stops it
-    "mallory": ("folder", {"sample_ms": 0.5, "dump_other_than_reported": True}),  # forges its timed output
+    "mallory": ("folder", {"sample_ms": 0.5, "skip_after": 25}),  # stops computing after 25 timed calls
     "x;touch PWNED #": ("tar.gz", {"sample_ms": 1.0}),              # an id that is shell, never a path
     "zoe": ("folder", {"sample_ms": 1.5}),                         # correct
 }
@@ -187,7 +187,7 @@ def test_a_mixed_class_through_slurm_gets_the_local_grades(place, local_outcome)
     assert outcome(out) == local_outcome
     found = records(out)
     assert found["hank"]["result"]["run"]["status"] == "timeout"
-    assert found["mallory"]["result"]["performance"]["status"] == "zero"  # its forged sample was caught
+    assert found["mallory"]["result"]["performance"]["status"] == "zero"  # its first skipped call was caught
     assert found["x;touch PWNED #"]["job"]["key"] == publish.safe_id("x;touch PWNED #")
     assert not list(base.rglob("PWNED")) and not Path("PWNED").exists()
     for record in found.values():  # graded in Slurm's tasks, the GPU step with the GPU Slurm gave it
