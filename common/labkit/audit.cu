@@ -6,14 +6,12 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
 #include <regex>
-#include <sstream>
 #include <vector>
 
 #include "labkit/binary_io.hpp"
@@ -149,21 +147,6 @@ std::string number_text(double value) {
     return buffer;
 }
 
-std::string element_text(const HostArray& array, std::uint64_t index) {
-    char buffer[64] = "?";
-    const std::byte* at = array.bytes.data() + index * dtype_size(array.dtype);
-    switch (array.dtype) {
-        case DType::f32: { float v; std::memcpy(&v, at, sizeof v); std::snprintf(buffer, sizeof buffer, "%.9g", v); break; }
-        case DType::f64: { double v; std::memcpy(&v, at, sizeof v); std::snprintf(buffer, sizeof buffer, "%.17g", v); break; }
-        case DType::i32: { std::int32_t v; std::memcpy(&v, at, sizeof v); std::snprintf(buffer, sizeof buffer, "%d", v); break; }
-        case DType::u32: { std::uint32_t v; std::memcpy(&v, at, sizeof v); std::snprintf(buffer, sizeof buffer, "%u", v); break; }
-        case DType::i64: { std::int64_t v; std::memcpy(&v, at, sizeof v); std::snprintf(buffer, sizeof buffer, "%lld", static_cast<long long>(v)); break; }
-        case DType::u64: { std::uint64_t v; std::memcpy(&v, at, sizeof v); std::snprintf(buffer, sizeof buffer, "%llu", static_cast<unsigned long long>(v)); break; }
-        case DType::u8: std::snprintf(buffer, sizeof buffer, "%u", static_cast<unsigned>(static_cast<std::uint8_t>(*at))); break;
-    }
-    return buffer;
-}
-
 // One element of a device array, for a message.
 std::string device_element_text(const void* data, DType dtype, std::uint64_t index) {
     HostArray one;
@@ -172,7 +155,7 @@ std::string device_element_text(const void* data, DType dtype, std::uint64_t ind
     one.bytes.resize(dtype_size(dtype));
     LABKIT_CHECK(cudaMemcpy(one.bytes.data(), static_cast<const std::byte*>(data) + index * dtype_size(dtype),
                             one.bytes.size(), cudaMemcpyDeviceToHost));
-    return element_text(one, 0);
+    return format_value(element_value(one, 0));  // as the checker writes values
 }
 
 }  // namespace
@@ -276,8 +259,9 @@ public:
         }
         own_ = std::make_unique<CaseOnDevice>(problem, make_run, spec);
         for (int s = 0; s <= slots; ++s) {  // the last one takes the samples nobody keeps
-            std::vector<std::unique_ptr<DeviceBuffer>> slot;
-            for (DeviceArray* out : shared_->run().outputs()) slot.push_back(std::make_unique<DeviceBuffer>(out->bytes()));
+            std::vector<std::unique_ptr<DeviceArray>> slot;
+            for (DeviceArray* out : shared_->run().outputs())
+                slot.push_back(std::make_unique<DeviceArray>(out->name(), out->dtype(), out->shape()));
             slots_.push_back(std::move(slot));
         }
     }
@@ -310,7 +294,7 @@ public:
 
     // The outputs copied into `slot` (-1: the slot nobody keeps); finished on the device.
     void seal(int slot) {
-        auto& into = slots_.at(slot < 0 ? slots_.size() - 1 : static_cast<std::size_t>(slot));
+        auto& into = sealed(slot);
         const auto outputs = shared_->run().outputs();
         for (std::size_t i = 0; i < outputs.size(); ++i)
             if (outputs[i]->bytes())
@@ -338,10 +322,10 @@ public:
         own_->run().run();
         LABKIT_CHECK_LAUNCH();
         LABKIT_CHECK(cudaDeviceSynchronize());
-        const auto& sealed = slots_.at(slot < 0 ? slots_.size() - 1 : static_cast<std::size_t>(slot));
+        const auto& outputs = sealed(slot);
         const auto reference = own_->run().outputs();
         for (std::size_t i = 0; i < reference.size(); ++i) {
-            std::string wrong = compare(*reference[i], sealed[i]->data());
+            std::string wrong = compare(*reference[i], outputs[i]->data());
             if (!wrong.empty()) return wrong;
         }
         return "";
@@ -349,21 +333,15 @@ public:
 
     void dump(const fs::path& folder, int slot) {
         fs::create_directories(folder);
-        const auto& sealed = slots_.at(static_cast<std::size_t>(slot));
-        const auto outputs = shared_->run().outputs();
-        for (std::size_t i = 0; i < outputs.size(); ++i) {
-            HostArray host;
-            host.name = outputs[i]->name();
-            host.dtype = outputs[i]->dtype();
-            host.shape = outputs[i]->shape();
-            host.bytes.resize(outputs[i]->bytes());
-            if (!host.bytes.empty())
-                LABKIT_CHECK(cudaMemcpy(host.bytes.data(), sealed[i]->data(), host.bytes.size(), cudaMemcpyDeviceToHost));
-            write_array(dump_path(folder.string(), spec_, host.name), host);
-        }
+        for (const auto& output : sealed(slot)) write_array(dump_path(folder.string(), spec_, output->name()), output->download());
     }
 
 private:
+    // The arrays of sealed slot `slot`; -1 is the slot nobody keeps.
+    std::vector<std::unique_ptr<DeviceArray>>& sealed(int slot) {
+        return slots_.at(slot < 0 ? slots_.size() - 1 : static_cast<std::size_t>(slot));
+    }
+
     std::string compare(const DeviceArray& reference, const void* got) {
         const OutputSpec& spec = problem_.output(reference.name());
         const std::string name = reference.name();
@@ -404,15 +382,8 @@ private:
     std::size_t layout_bytes_ = 0;
     std::optional<SharedArena> arena_;
     std::unique_ptr<CaseOnDevice> shared_, own_;
-    std::vector<std::vector<std::unique_ptr<DeviceBuffer>>> slots_;
+    std::vector<std::vector<std::unique_ptr<DeviceArray>>> slots_;
 };
-
-std::vector<std::string> split_words(const std::string& line) {
-    std::istringstream in(line);
-    std::vector<std::string> out;
-    for (std::string w; in >> w;) out.push_back(w);
-    return out;
-}
 
 // A decimal number of milliseconds as the program wrote it: finite, not negative, the whole word.
 std::optional<double> parse_ms(const std::string& text) {
@@ -422,9 +393,6 @@ std::optional<double> parse_ms(const std::string& text) {
     if (end != text.c_str() + text.size() || !std::isfinite(value) || value < 0) return std::nullopt;
     return value;
 }
-
-// The sample number the grader sent, as a word.
-std::uint64_t grader_number(const std::string& word, const char* what) { return parse_u64(word, what); }
 
 // A program being timed, as the grader attached it: its pipes, read and written here only,
 // and whether it is official (the course's reference: blank samples, nothing to verify) or
@@ -496,7 +464,7 @@ int run_auditor(const Problem& problem, const MakeDeviceRun& make_run, const Cas
         if (verb == "attach" && w.size() == 4 && fds.size() == 2 && plain_name(w[1]) &&
             (w[3] == "official" || w[3] == "student")) {
             programs[w[1]] = std::make_unique<Program>(
-                fds[0], fds[1], static_cast<int>(grader_number(w[2], "attach's timeout")), w[3] == "official");
+                fds[0], fds[1], static_cast<int>(parse_u64(w[2], "attach's timeout")), w[3] == "official");
             say("attached " + w[1]);
             continue;
         }
@@ -505,12 +473,12 @@ int run_auditor(const Problem& problem, const MakeDeviceRun& make_run, const Cas
             programs.erase(w[1]);
             say("detached " + w[1]);
         } else if (verb == "stage" && w.size() == 2) {
-            audit.stage(grader_number(w[1], "stage seed"));
+            audit.stage(parse_u64(w[1], "stage seed"));
             staged = true;
             say("staged");
         } else if (verb == "sample" && w.size() == 5) {
             const std::string& n = w[1];
-            (void)grader_number(n, "sample number");
+            (void)parse_u64(n, "sample number");
             const std::string& name = w[2];
             const std::string& kind = w[3];
             const int slot = std::stoi(w[4]);

@@ -12,7 +12,6 @@
 #include <iostream>
 #include <optional>
 #include <random>
-#include <sstream>
 
 #include <nvtx3/nvToolsExt.h>
 
@@ -326,13 +325,6 @@ int run_bench(Session& s) {
     return kExitPassed;
 }
 
-std::vector<std::string> words(const std::string& line) {
-    std::istringstream in(line);
-    std::vector<std::string> out;
-    for (std::string w; in >> w;) out.push_back(w);
-    return out;
-}
-
 // --- timed by the grader ------------------------------------------------------------
 //
 // The grader times a program through its auditor (labkit/audit.hpp), an official process
@@ -374,7 +366,7 @@ int run_paced(Session& s) {
         const LineChannel::Read got = control.read_line(-1, kGoSpinUs);
         if (got.status == LineChannel::Status::closed)
             throw UsageError("the grader closed the control channel without saying end");
-        const auto w = got.status == LineChannel::Status::line ? words(got.line) : std::vector<std::string>{};
+        const auto w = got.status == LineChannel::Status::line ? split_words(got.line) : std::vector<std::string>{};
         if (w.size() == 1 && w[0] == "end") break;
         if (w.size() < 2 || w.size() > 3 || w[0] != "go" || (w.size() == 3 && w[2] != "blank"))
             throw UsageError("unexpected control line '" + quote_for_message(got.line) + "' (expected 'go N' or 'end')");

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <sstream>
 #include <stdexcept>
 
 namespace labkit {
@@ -30,6 +31,13 @@ bool readable(int fd, int timeout_ms) {
 }
 
 }  // namespace
+
+std::vector<std::string> split_words(const std::string& line) {
+    std::istringstream in(line);
+    std::vector<std::string> out;
+    for (std::string w; in >> w;) out.push_back(w);
+    return out;
+}
 
 bool is_protocol_text(const std::string& text) {
     for (const unsigned char c : text)

@@ -59,6 +59,9 @@ private:
 // arrive in the other process as new descriptors). Throws std::runtime_error on failure.
 void send_line_with_fds(int socket, const std::string& line, const std::vector<int>& fds);
 
+// The words of a protocol line, split at spaces.
+std::vector<std::string> split_words(const std::string& line);
+
 // Printable ASCII, no control characters: what a protocol line may hold.
 bool is_protocol_text(const std::string& text);
 

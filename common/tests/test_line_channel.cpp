@@ -67,6 +67,12 @@ TEST_CASE("test_line_channel_gives_up_at_its_deadline_and_tells_a_closed_pipe") 
     CHECK(c.drain_for_message().empty());
 }
 
+TEST_CASE("test_line_channel_splits_a_line_into_its_words") {
+    CHECK(labkit::split_words("sample 12 student  timed -1") ==
+          std::vector<std::string>{"sample", "12", "student", "timed", "-1"});
+    CHECK(labkit::split_words("").empty());
+}
+
 TEST_CASE("test_line_channel_refuses_lines_that_are_too_long_or_not_text") {
     Pipe p;
     LineChannel c(p.read_end, -1);
