@@ -5,12 +5,13 @@ The auditor is official code in a process of its own: it owns the timed case's i
 outputs in device memory it shares (a file descriptor) with the program being timed, it
 prepares, seals and verifies every sample, and it keeps the samples the grader draws for
 the checker. The reference program is the lab's scoring reference, timed through the same
-auditor in the same way as a submission, plus blank samples that measure the protocol's
-own cost. Both are official, so one process of each serves every round of a grade, and in
-a batch every round of every grade on its GPU; a submission's program is a fresh process
-in every round, attached to the auditor for its session.
+auditor in the same way as a submission; a second process of it runs the blank samples
+that measure the protocol's own cost. All three are official, so one process of each
+serves every round of a grade, and in a batch every round of every grade on its GPU; a
+submission's program is a fresh process in every round, attached to the auditor for its
+session.
 
-Between sessions both wait on their pipes, running nothing, and the GPU's idle check
+Between sessions they wait on their pipes, running nothing, and the GPU's idle check
 ignores them (pids()). A server is replaced once it is MAX_AGE_S old, and one whose
 processes failed is replaced at its next session.
 """
@@ -29,13 +30,14 @@ from pathlib import Path
 from . import cpus, gpu
 from .errors import GraderError
 from .runner import Runner, audit_argv, fresh_dir, paced_argv, read_untrusted_json, why_nothing_ran
-from .timing import (REFERENCE, STUDENT, AuditorChannel, AuditorError, Floor, LineReader, Pace, ProtocolError,
+from .timing import (BLANK, REFERENCE, STUDENT, AuditorChannel, AuditorError, Floor, LineReader, Pace, ProtocolError,
                      SessionRun, send_line)
 
 MAX_AGE_S = 1800.0
 _START_TIMEOUT_S = 120.0   # an auditor lays its case out twice and measures the copy roof first
 _ANSWER_TIMEOUT_S = 60.0   # attach, detach and dump (a kept sample of a few GB to disk)
 _READY = re.compile(r"ready (\S+) (\d+)")
+_OFFICIAL_WORDS = {REFERENCE: "the reference program", BLANK: "the reference program's process for blank samples"}
 _AUDITOR_READY = re.compile(r"ready (\S+) (\d+) (\d+) (\S+) (\S+) (\S+)")
 
 
@@ -132,10 +134,9 @@ class AuditServer:
         self.clocks: list[float] = []  # the SM clock readings of every reference program that ended
         self._lock = threading.RLock()
         self._auditor: _Kept | None = None
-        self._reference: _Kept | None = None
+        self._officials: dict[str, tuple[_Kept, ProgramPipes]] = {}  # REFERENCE and BLANK
         self._socket: socket.socket | None = None
         self._arena_fd: int | None = None
-        self._reference_pipes: ProgramPipes | None = None
         self.channel: AuditorChannel | None = None
 
     @classmethod
@@ -173,18 +174,21 @@ class AuditServer:
                            fp32_tflops=float(ready.group(6)))
         self._arena_fd = fds[0]
         self.channel = AuditorChannel(ours.fileno(), buffer=rest)
-        # The reference program, laid out in the same arena.
+        for name in (REFERENCE, BLANK):  # two processes of the reference program, in the same arena
+            self._start_official(name)
+
+    def _start_official(self, name: str) -> None:
         to_read, to_write = os.pipe()
         from_read, from_write = os.pipe()
         arena = os.dup(self._arena_fd)
-        self._reference_pipes = ProgramPipes(to_write, from_read)
-        self._reference = _Kept(self.runner, self.binary, self.program_argv(to_read, from_write, arena),
-                                (to_read, from_write, arena), "reference")
+        pipes = ProgramPipes(to_write, from_read)
+        self._officials[name] = (_Kept(self.runner, self.binary, self.program_argv(to_read, from_write, arena),
+                                       (to_read, from_write, arena), name), pipes)
         try:
             read_ready(from_read, self.case, self.layout_bytes, _START_TIMEOUT_S)
-            self._attach(REFERENCE, self._reference_pipes, "official")
+            self._attach(name, pipes, "official")
         except ProtocolError as err:
-            self._fail(f"the reference program {err}", culprit="reference")
+            self._fail(f"{_OFFICIAL_WORDS[name]} {err}", culprit=name)
         except (AuditorError, OSError) as err:
             self._fail(f"the auditor failed ({err})")
 
@@ -194,9 +198,9 @@ class AuditServer:
         self.channel.expect(f"attached {name}", _ANSWER_TIMEOUT_S)
 
     def _fail(self, why: str, culprit: str = "auditor") -> None:
-        """Ends both programs and raises GraderError: `why`, and how the culprit (the auditor
-        or the reference program) ended."""
-        kept = self._reference if culprit == "reference" else self._auditor
+        """Ends every program and raises GraderError: `why`, and how the culprit (the auditor,
+        or the reference program's REFERENCE or BLANK process) ended."""
+        kept = self._officials[culprit][0] if culprit in self._officials else self._auditor
         self.close()
         if kept is not None and (kept.error or kept.outcome is not None):
             why += f" ({kept.why_it_failed()})"
@@ -205,7 +209,7 @@ class AuditServer:
 
     def _ensure(self) -> None:
         if self._auditor is not None and (time.monotonic() - self._born > MAX_AGE_S or not self._auditor.alive()
-                                          or not self._reference.alive()):
+                                          or not all(kept.alive() for kept, _ in self._officials.values())):
             self.close()
         if self._auditor is None:
             self._start()
@@ -239,8 +243,8 @@ class AuditServer:
                         self.channel.send(f"detach {STUDENT}")
                         self.channel.expect(f"detached {STUDENT}", _ANSWER_TIMEOUT_S)
             except ProtocolError as err:
-                if err.program == REFERENCE:
-                    self._fail(f"the reference program {err}", culprit="reference")
+                if err.program in self._officials:
+                    self._fail(f"{_OFFICIAL_WORDS[err.program]} {err}", culprit=err.program)
                 raise
             except (AuditorError, OSError) as err:
                 self._fail(f"the auditor failed ({err})")
@@ -261,27 +265,28 @@ class AuditServer:
             return Path(shutil.move(self._auditor.folder / "dump" / name, fresh_dir(into, "kept") / name))
 
     def pids(self) -> frozenset[int]:
-        """The auditor's and the reference's processes (host pids), while they run."""
+        """The auditor's and the reference program's processes (host pids), while they run."""
         found: set[int] = set()
-        for kept in (self._auditor, self._reference):
+        for kept in (self._auditor, *(kept for kept, _ in self._officials.values())):
             if kept is not None and kept.pid is not None and kept.alive():
                 found |= gpu.process_tree(kept.pid)
         return frozenset(found)
 
     def close(self) -> list[float]:
-        """End both programs; returns every SM clock reading of the reference so far."""
+        """End every program; returns every SM clock reading of the reference so far."""
         with self._lock:
-            reference, auditor, pipes = self._reference, self._auditor, self._reference_pipes
-            self._reference = self._auditor = self._reference_pipes = None
-            if pipes is not None:
+            officials, auditor = self._officials, self._auditor
+            self._officials, self._auditor = {}, None
+            for name, (kept, pipes) in officials.items():
                 try:
                     send_line(pipes.to_program, "end")
                 except ProtocolError:
                     pass
-            if reference is not None:
-                reference.stop()
-                self._record_clocks(reference)
-            if pipes is not None:
+                kept.stop()
+                if name == REFERENCE:
+                    self._record_clocks(kept)
+                else:
+                    self._discard(kept)
                 os.close(pipes.to_program)
                 os.close(pipes.from_program)
             if self.channel is not None:

@@ -203,20 +203,28 @@ class GradingSession:
                     samples_max=c.samples_max, keep=keep, sample_timeout_s=c.sample_timeout_s, student=True,
                     stop_when=stop_when)
 
-    def paced(self, server: AuditServer, pace: Pace) -> SessionRun:
+    def paced(self, server: AuditServer, pace: Pace, seconds: dict | None = None) -> SessionRun:
         """One timing round: a fresh process of the submission's program, laid out in the
         auditor's shared arena and timed by the auditor beside the reference (audit.py);
-        raises _PerformanceZero when it fails or breaks the protocol."""
+        raises _PerformanceZero when it fails or breaks the protocol. `seconds` gets how long
+        its steps took (audit_start, program_start, session)."""
+        seconds = {} if seconds is None else seconds
         case = self.spec.scoring.timing_case
         to_child_read, to_child_write = os.pipe()
         from_child_read, from_child_write = os.pipe()
-        arena = server.arena_descriptor()
+        started = time.perf_counter()
+        arena = server.arena_descriptor()  # (starts the auditor and the reference first where needed)
+        seconds["audit_start"] = round(time.perf_counter() - started, 2)
         outcome: dict = {}
 
         def talk() -> bool:
             try:
+                launched = time.perf_counter()
                 read_ready(from_child_read, case, server.layout_bytes, self.config.sample_timeout_s)
+                seconds["program_start"] = round(time.perf_counter() - launched, 2)
+                launched = time.perf_counter()
                 outcome["run"] = server.round(pace, ProgramPipes(to_child_write, from_child_read))
+                seconds["session"] = round(time.perf_counter() - launched, 2)
                 send_line(to_child_write, "end")  # it writes its run JSON and exits
                 return True
             except ChannelClosed:  # the program ended by itself: its exit says why
@@ -267,12 +275,16 @@ class GradingSession:
         try:
             for number in range(1, config.timing_rounds + 1):
                 with gpu.exclusive(config.gpu_device):  # a round's samples, the GPU alone
+                    started = time.perf_counter()
                     self.gpu_waits.append(gpu.wait_until_idle(config.gpu_idle_wait_s, device=config.gpu_device,
                                                               ignore=server.pids()))
+                    seconds = {"idle_check": round(time.perf_counter() - started, 2)}
                     console.info(f"Timing round {number} of {config.timing_rounds} on {case}")
-                    run = self.paced(server, self._pace(samples, keep=kept, stop_when=too_slow))
+                    run = self.paced(server, self._pace(samples, keep=kept, stop_when=too_slow), seconds)
                     sub = run.student
+                    started = time.perf_counter()
                     dumps = [(server.dump(k.slot, self.tmp), k) for k in sub.kept if not sub.wrong]
+                    seconds["dump"] = round(time.perf_counter() - started, 2)
                 if number == config.timing_rounds and server is not self.audit_server:
                     self.bench_clocks += server.close()  # the GPU is free for the kept samples' checks
                 if sub.wrong:
@@ -287,7 +299,8 @@ class GradingSession:
                 reference_ms = run.reference.call_ms(blank_ms)
                 rounds.append(RoundClock(reference_ms=reference_ms, student_ms=sub.call_ms(blank_ms),
                                          blank_ms=blank_ms, student_reported_ms=sub.reported_median_ms()))
-                perf["rounds"].append({**asdict(rounds[-1]), "kept_samples": [k.number for k in sub.kept]})
+                perf["rounds"].append({**asdict(rounds[-1]), "kept_samples": [k.number for k in sub.kept],
+                                       "seconds": seconds})
                 if sub.stopped_early:
                     perf["ratio"] = rounds[-1].student_ms / reference_ms
                     raise _PerformanceZero(f"Your code takes about {perf['ratio']:.3g} times as long as the "

@@ -133,7 +133,12 @@ def send_line(fd: int, line: str, closed: type[Exception] = ChannelClosed) -> No
         raise closed(f"stopped reading its control channel ({err.strerror or err})") from None
 
 
-REFERENCE, STUDENT = "reference", "student"  # the names the auditor knows the two programs by
+# The names the auditor knows the programs of a session by. The blank samples are run by a
+# second process of the reference program: each of the three then has one sample in every
+# turn, so none of them is the GPU's (or a CPU's) more recent tenant more often than
+# another, and what a program's switch-in costs is the same in a blank sample as in a
+# timed one (docs/architecture.md, "Paced timing").
+REFERENCE, BLANK, STUDENT = "reference", "blank", "student"
 
 
 @dataclass(frozen=True)
@@ -246,7 +251,7 @@ class AuditorChannel:
             """One sample recorded where it belongs; False once the submission was wrong."""
             seed = rng.getrandbits(64)
             number, wall_ms, reported, wrong = self._sample(program, kind, slot, seed, pace.sample_timeout_s)
-            into = run.reference if program == REFERENCE else run.student
+            into = run.student if program == STUDENT else run.reference  # blanks are the official side's
             if wrong:
                 into.wrong = wrong
                 return False
@@ -262,13 +267,13 @@ class AuditorChannel:
             return True
 
         for _ in range(pace.warmup):
-            for program in ([REFERENCE, STUDENT] if pace.student else [REFERENCE]):
-                if not sample(program, "timed", warmup=True):
+            for program, kind in [(REFERENCE, "timed"), (BLANK, "blank")] + ([(STUDENT, "timed")] if pace.student else []):
+                if not sample(program, kind, warmup=True):
                     return run
         index = 0
         while index < planned and not (pace.samples is None and index >= pace.samples_min and timed_s >= pace.target_s):
             # The reference's timed and blank samples and the submission's, in an order drawn in secret.
-            turns = [(REFERENCE, "timed"), (REFERENCE, "blank")] + ([(STUDENT, "timed")] if pace.student else [])
+            turns = [(REFERENCE, "timed"), (BLANK, "blank")] + ([(STUDENT, "timed")] if pace.student else [])
             for program, kind in rng.sample(turns, len(turns)):
                 if not sample(program, kind, slots.get(index, -1) if program == STUDENT else -1):
                     return run

@@ -75,7 +75,7 @@ def timed_program(audit: AuditServer, binary: Path, session: Pace) -> dict:
     return said
 
 
-def test_one_auditor_and_one_reference_serve_every_session_until_closed(toy_config, toy_root, tmp_path):
+def test_one_auditor_and_the_reference_programs_serve_every_session_until_closed(toy_config, toy_root, tmp_path):
     audit = server(toy_config, toy_root, tmp_path)
     assert audit.pids() == frozenset()
     first = audit.round(pace()).reference
@@ -85,11 +85,11 @@ def test_one_auditor_and_one_reference_serve_every_session_until_closed(toy_conf
     third = audit.round(pace(samples=first.timed, warmup=0)).reference
     assert first.timed >= 5 and second.timed == third.timed == first.timed
     assert len(first.blank_ms) == first.timed
-    assert audit.pids() == pids  # the same two programs all along
+    assert audit.pids() == pids  # the same three programs all along
     assert processes(audit.runner, "--paced") == processes(audit.runner, "--audit") == []  # not ended yet
     clocks = audit.close()
     assert clocks == [1980.0, 1970.0]  # the reference's run.json, read once it ended
-    assert processes(audit.runner, "--paced") == ["toy_solution --paced"]
+    assert processes(audit.runner, "--paced") == ["toy_solution --paced"] * 2  # timed samples, and blank ones
     assert processes(audit.runner, "--audit") == ["toy_solution --audit"]
     assert audit.pids() == frozenset() and not [pid for pid in pids if alive(pid)]
     assert audit.close() == clocks  # closing again does nothing
@@ -117,15 +117,15 @@ def test_a_timed_program_is_told_go_and_nothing_else_whatever_is_kept(toy_config
 
 
 def test_a_reference_that_dies_is_a_grader_error_and_the_next_session_starts_afresh(toy_config, toy_root, tmp_path):
-    audit = server(toy_config, toy_root, tmp_path, sample_ms=1.0, paced_crash_at=12)
-    audit.round(pace(samples=3))  # a warm-up and three timed and blank pairs
+    audit = server(toy_config, toy_root, tmp_path, sample_ms=1.0, paced_crash_at=6)
+    audit.round(pace(samples=3))  # a warm-up and three samples for each of its two processes
     with pytest.raises(GraderError, match=r"The grader's timing could not run: .*crashed with SIGSEGV"):
         audit.round(pace(samples=3))
     assert audit.pids() == frozenset()
     again = audit.round(pace(samples=3)).reference  # new programs
     assert again.timed == 3
     audit.close()
-    assert processes(audit.runner, "--paced") == ["toy_solution --paced"] * 2
+    assert processes(audit.runner, "--paced") == ["toy_solution --paced"] * 4
 
 
 def test_a_reference_that_breaks_the_protocol_is_a_grader_error(toy_config, toy_root, tmp_path):
