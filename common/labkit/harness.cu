@@ -333,14 +333,18 @@ int run_bench(Session& s) {
 // every "go N" it calls the implementation once on whatever the arena holds and says
 // "done N MS" (its own event time, which the grader may show but never scores). It learns
 // no seed, no sample kind and nothing about which samples are kept (docs/architecture.md,
-// "Paced timing"). "go N blank" (only ever sent to the course's reference) times nothing
-// between the events, for the grader's measure of the protocol's own cost.
+// "Paced timing"). "go N blank" (only ever sent to the course's reference) times an empty
+// kernel between the events, for the grader's measure of the protocol's own cost: the
+// launch makes the GPU switch its compute engine to this program's context, as any timed
+// call does, so the switch is part of the cost subtracted and never of a call's time.
 
 // How long a program spins on its control pipe before it sleeps: a "go" that comes while
 // it spins is seen at once, which keeps the start of its work on the grader's clock sharp.
 // Short: two programs wait for their turns in a round, and the CPUs left to timing also
 // carry the auditor and the grader's clock, each spinning while a sample runs.
 constexpr int kGoSpinUs = 200;
+
+__global__ void blank_sample_kernel() {}
 
 int run_paced(Session& s) {
     std::signal(SIGPIPE, SIG_IGN);
@@ -372,7 +376,8 @@ int run_paced(Session& s) {
             throw UsageError("unexpected control line '" + quote_for_message(got.line) + "' (expected 'go N' or 'end')");
         const bool blank = w.size() == 3;
         LABKIT_CHECK(cudaEventRecord(start));
-        if (!blank) run_code_under_test(c->run());
+        if (blank) blank_sample_kernel<<<1, 1>>>();
+        else run_code_under_test(c->run());
         LABKIT_CHECK(cudaEventRecord(stop));
         LABKIT_CHECK(cudaDeviceSynchronize());
         LABKIT_CHECK_LAUNCH();

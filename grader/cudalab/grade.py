@@ -280,11 +280,14 @@ class GradingSession:
                                                               ignore=server.pids()))
                     seconds = {"idle_check": round(time.perf_counter() - started, 2)}
                     console.info(f"Timing round {number} of {config.timing_rounds} on {case}")
-                    run = self.paced(server, self._pace(samples, keep=kept, stop_when=too_slow), seconds)
+                    keep = scoring.kept_in_round(number, config.timing_rounds, config.kept_samples,
+                                                 self.spec.every_output_exact)
+                    run = self.paced(server, self._pace(samples, keep=keep, stop_when=too_slow), seconds)
                     sub = run.student
                     started = time.perf_counter()
                     dumps = [(server.dump(k.slot, self.tmp), k) for k in sub.kept if not sub.wrong]
-                    seconds["dump"] = round(time.perf_counter() - started, 2)
+                    if dumps:
+                        seconds["dump"] = round(time.perf_counter() - started, 2)
                 if number == config.timing_rounds and server is not self.audit_server:
                     self.bench_clocks += server.close()  # the GPU is free for the kept samples' checks
                 if sub.wrong:

@@ -55,6 +55,11 @@ class Output:
     why: str
     order_note: str = ""  # for a float result whose rounding depends on the order: what to avoid, and why
 
+    @property
+    def exact(self) -> bool:
+        """Judged bit for bit (labkit's exact_output: no tolerance, none computed per case)."""
+        return not self.computed and self.abs == 0.0 and self.rel == 0.0 and self.ulp <= 0
+
 
 @dataclass(frozen=True)
 class Rung:
@@ -83,6 +88,20 @@ class Scoring:
 
     def kept(self, default: int) -> int:
         return self.kept_samples or default
+
+    def kept_in_round(self, number: int, rounds: int, default: int, exact: bool) -> int:
+        """The timed samples kept for the checker in round `number` of `rounds`. None in the
+        last round (of several): the checks of a round run while the next rounds are timed,
+        so none is left to wait for, and a submission, scored on the median of the rounds,
+        must be fast in two of them to gain, so in one that is checked. Where every output
+        is exact (`exact`) the auditor has already compared each sample bit for bit with the
+        reference's: one sample of the first round goes to the checker, the judge of every
+        verdict, and the others would only repeat it."""
+        if rounds > 1 and number == rounds:
+            return 0
+        if exact:
+            return 1 if number == 1 else 0
+        return self.kept(default)
 
 
 @dataclass(frozen=True)
@@ -130,6 +149,10 @@ class LabSpec:
     @property
     def folder(self) -> Path:
         return self.path.parent
+
+    @property
+    def every_output_exact(self) -> bool:
+        return all(output.exact for output in self.outputs)
 
     @property
     def accepts_readme(self) -> bool:

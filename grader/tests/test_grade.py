@@ -51,7 +51,9 @@ def test_correct_submission_gets_full_marks(toy_config, toy_submission, fake_sub
     assert len(perf["rounds"]) == 2
     # The reference's timed samples take timing_target_s: at ~2.5 ms each, about 80 of them.
     assert 20 <= perf["samples"] <= 200
-    assert all(len(r["kept_samples"]) == toy_config.kept_samples == 2 for r in perf["rounds"])
+    # The toy's output is exact, so the auditor compared every sample bit for bit: one goes to
+    # the checker, from the first round (none is kept in the last: LabSpec.kept_in_round).
+    assert [len(r["kept_samples"]) for r in perf["rounds"]] == [1, 0]
     provenance = result["provenance"]
     assert provenance["seed"] == 12345 and provenance["gpu"] == "Fake GPU"
     assert provenance["isolation"]["kind"] in ("bubblewrap", "none") and provenance["finished_at"]
@@ -59,13 +61,13 @@ def test_correct_submission_gets_full_marks(toy_config, toy_submission, fake_sub
     # Where the time went, phase by phase.
     assert set(provenance["phases_s"]) >= {"build", "device_probe", "correctness", "timing", "kept_sample_checks"}
     # ... and program by program: the probe, the correctness run, its check, the auditor and
-    # the reference's program serving every round, the submission's program in each round,
-    # one check per kept sample.
+    # the reference program's two processes (timed samples, blank ones) serving every round,
+    # the submission's program in each round, one check per kept sample.
     runs = [p["what"] for p in provenance["processes"]]
     assert sum(what.startswith("toy_solution --audit") for what in runs) == 1
-    assert sum(what.startswith("toy_solution --paced") for what in runs) == 1
+    assert sum(what.startswith("toy_solution --paced") for what in runs) == 2
     assert sum(what.startswith("toy_submission --paced") for what in runs) == len(perf["rounds"])
-    assert sum(what.startswith("checker") for what in runs) == 1 + 2 * len(perf["rounds"])
+    assert sum(what.startswith("checker") for what in runs) == 1 + 1
     assert all(p["wall_s"] >= 0 for p in provenance["processes"])
     assert provenance["gpu_sharing"] is None or all(w["waited_s"] == 0 for w in provenance["gpu_sharing"])
 
@@ -161,10 +163,10 @@ def test_a_time_below_the_physical_floor_is_a_flagged_violation(toy_config, toy_
 
 
 def test_much_slower_code_stops_timing_early(toy_config, toy_submission, fake_submission):
-    fake_submission(sample_ms=12.0)
+    fake_submission(sample_ms=30.0)  # ten times the reference: past the stop rule's 3.75 however busy the machine
     result = grade_toy(toy_config, toy_submission)
     perf = result["performance"]
-    assert perf["status"] == "zero" and len(perf["rounds"]) == 1
+    assert perf["status"] == "zero" and len(perf["rounds"]) == 1, perf
     assert "times as long as the reference" in perf["message"]
 
 
@@ -421,7 +423,7 @@ def test_a_rounds_kept_sample_is_checked_while_the_next_round_runs(toy_config, t
     monkeypatch.setattr(grade.GradingSession, "_check_kept_sample", check)
     result = grade_toy(toy_config, toy_submission)
     assert result["performance"]["status"] == "scored", result["performance"]["message"]
-    assert seen[0] == (2, True) and len(seen) == 2 * toy_config.kept_samples
+    assert seen == [(2, True)]  # the toy's one kept sample (its output is exact)
 
 
 

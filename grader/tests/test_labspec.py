@@ -212,3 +212,22 @@ def test_a_case_that_tiles_a_photograph_embeds_it_at_any_size(tmp_path):
     with pytest.raises(labspec.LabSpecError, match="'tiles' must name a dataset image"):
         load_text(tmp_path, (REPO_ROOT / "labs" / "sobel" / "lab.toml").read_text()
                   .replace('name = "sobel"', 'name = "toy"').replace('tiles = "chelsea"', 'tiles = "../x"'))
+
+
+def test_which_labs_have_only_exact_outputs():
+    exact = {path.parent.name for path in sorted((REPO_ROOT / "labs").glob("*/lab.toml"))
+             if labspec.load(path).every_output_exact}
+    assert exact == {"vector_add", "transpose", "sort", "sobel"}
+
+
+@pytest.mark.parametrize("rounds, exact, kept, expected", [
+    (3, False, 0, [2, 2, 0]),   # float outputs: the default in every round but the last
+    (3, False, 6, [6, 6, 0]),   # a lab that keeps more (reduction)
+    (3, True, 0, [1, 0, 0]),    # exact outputs: one for the checker, from the first round
+    (1, False, 0, [2]),         # one round: it is also the last, and it keeps its samples
+    (1, True, 0, [1]),
+])
+def test_the_kept_samples_of_each_round(tmp_path, rounds, exact, kept, expected):
+    scoring = load_text(tmp_path, TOY_LAB_TOML).scoring
+    scoring = labspec.Scoring(**{**scoring.__dict__, "kept_samples": kept})
+    assert [scoring.kept_in_round(n, rounds, 2, exact) for n in range(1, rounds + 1)] == expected
