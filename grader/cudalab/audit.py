@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cpus, gpu
+from . import cpus, gpu, safe_files
 from .errors import GraderError
 from .runner import Runner, audit_argv, fresh_dir, paced_argv, read_untrusted_json, why_nothing_ran
 from .timing import (BLANK, REFERENCE, STUDENT, AuditorChannel, AuditorError, Floor, LineReader, Pace, ProtocolError,
@@ -262,7 +262,12 @@ class AuditServer:
                 self.channel.expect(f"dumped {name}", _ANSWER_TIMEOUT_S)
             except AuditorError as err:
                 self._fail(f"the auditor could not write a kept sample ({err})")
-            return Path(shutil.move(self._auditor.folder / "dump" / name, fresh_dir(into, "kept") / name))
+            # Its run folder belongs to the sandbox user: reached without following a link at
+            # any component, and only a plain tree is taken.
+            try:
+                return safe_files.move_out(self._auditor.folder, f"dump/{name}", fresh_dir(into, "kept") / name)
+            except (OSError, safe_files.NotPlainError) as err:
+                self._fail(f"the auditor's kept sample could not be taken from its folder ({err})")
 
     def pids(self) -> frozenset[int]:
         """The auditor's and the reference program's processes (host pids), while they run."""

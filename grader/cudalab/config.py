@@ -9,8 +9,8 @@ import dataclasses
 import functools
 import hashlib
 import os
+import pwd
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -156,10 +156,20 @@ def _parse(f: dataclasses.Field, text: str):
 
 def default_work_dir(root: Path, env) -> Path:
     """Per user and per repository: $XDG_CACHE_HOME (else ~/.cache) /cudalab/<name>-<hash of
-    the repository's path>, so that two checkouts never share results."""
+    the repository's path>, so that two checkouts never share results. Without either
+    variable, the cache of the user's home folder as the system records it: never a folder
+    of a fixed name in the shared temporary folder, which another user could make first."""
     cache = env.get("XDG_CACHE_HOME") or (str(Path(env["HOME"]) / ".cache") if env.get("HOME") else "")
     if not cache:
-        cache = str(Path(tempfile.gettempdir()) / f"cudalab-{os.getuid()}")
+        try:
+            home = pwd.getpwuid(os.getuid()).pw_dir
+        except KeyError:
+            home = ""
+        if not home or home == "/" or not os.path.isdir(home):
+            raise UsageError(f"cudalab has no folder of its own for its work files: neither XDG_CACHE_HOME nor "
+                             f"HOME is set, and uid {os.getuid()} has no home folder. Set CUDALAB_WORK_DIR to a "
+                             "folder that only you can write.")
+        cache = str(Path(home) / ".cache")
     key = hashlib.sha256(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:10]
     return Path(cache) / "cudalab" / f"{root.name}-{key}"
 

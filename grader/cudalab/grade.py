@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import __version__, build, console, cpus, gpu, images, labs, report, sanitizer
+from . import __version__, build, console, cpus, gpu, images, labs, report, safe_files, sanitizer
 from .config import Config
 from .errors import (CompileError, CudalabError, GraderError, NoDeviceError, NotIsolatedError, UsageError,
                      SubmissionError)
@@ -566,11 +566,14 @@ def finish(pending: Pending, attachments_to: Path | None = None, device: dict | 
 
 
 def _copy_attachments(tmp: Path | None, out: Path) -> None:
-    """The grade's pictures into out/images/, replacing those of an earlier grade there."""
+    """The grade's pictures into out/images/, replacing those of an earlier grade there;
+    copied without following a link at any component (safe_files.copy_tree)."""
     shutil.rmtree(out / "images", ignore_errors=True)
-    drawn = None if tmp is None else tmp / ATTACHMENTS
-    if drawn is not None and drawn.is_dir():
-        shutil.copytree(drawn, out, dirs_exist_ok=True)
+    drawn = None if tmp is None else tmp / ATTACHMENTS / "images"
+    if drawn is not None and drawn.is_dir() and not drawn.is_symlink():
+        out.mkdir(parents=True, exist_ok=True)
+        safe_files.copy_tree(drawn, out / "images")
+        os.chmod(out / "images", 0o755)  # beside feedback.md, as readable as it
 
 
 def grade(config: Config, lab: str, folder: Path, seed: int | None = None,

@@ -13,14 +13,13 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import stat
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import cpus, forbidden, gpu as gpu_module, labs
+from . import cpus, forbidden, gpu as gpu_module, labs, safe_files
 from .config import Config
 from .errors import GraderError
 from .exit_codes import Harness
@@ -35,10 +34,13 @@ _JSON_LIMIT = 16 * 1024 * 1024
 
 
 def fresh_dir(parent: Path, stem: str) -> Path:
-    """A new folder with an unpredictable name that the sandbox user can reach."""
+    """A new folder with an unpredictable name, in a folder of the grader's (a scratch root
+    or a folder made here): mode 0700, or 0711 when the grader is root, so that the sandbox
+    user can pass through to the run folders in it without listing or writing it."""
     parent.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix=f"{stem}-", dir=parent))
-    folder.chmod(0o755)
+    if os.geteuid() == 0:
+        folder.chmod(0o711)
     return folder
 
 
@@ -242,10 +244,16 @@ class Runner:
             argv += ["--case", case]
         if bench_case:
             argv += ["--bench-case", bench_case]
+        judged = [bench_case] if bench_case else list(cases) or [c.name for c in self.spec.cases]
+        # What a program dumped is data: a link, a FIFO or a device anywhere in it is refused
+        # (the submission's failure), never followed, copied or bound.
+        problem = safe_files.plain_tree_problem(dump)
+        if problem:
+            return {name: {"name": name, "status": "failed", "message": unreadable_dump_message(problem)}
+                    for name in judged}
         folder = fresh_dir(self.scratch, "verdict")
         if not dump.is_dir():
             dump = fresh_dir(self.scratch, "empty-dump")  # nothing dumped: every case is missing
-        judged = [bench_case] if bench_case else list(cases) or [c.name for c in self.spec.cases]
         gpu = any(name in self.spec.checker_gpu_cases for name in judged)
         with self._on_gpu(gpu), cpus.on_work_cpus(self.config):  # never on the CPUs left to timing
             result = self.sandbox.run(argv, workdir=Bind(folder, RUN, writable=True),
@@ -266,16 +274,30 @@ class Runner:
 _IMAGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
+def unreadable_dump_message(problem: str) -> str:
+    """Why a dump was not judged, in words a student can act on."""
+    return (f"the outputs were not judged: {problem}. The grader reads what a program writes only as plain "
+            "files in plain folders; write each output as a regular file in the dump folder, with no "
+            "symbolic links, FIFOs or devices")
+
+
 def _move_images(written: Path, images: Path) -> None:
     """Move the checker's <case>/<name>.pgm files from its run folder to images/<case>/:
-    plain files with plain names only, never a link, nothing deeper."""
-    if not written.is_dir() or written.is_symlink():
-        return
-    for case in sorted(written.iterdir()):
-        if not (_IMAGE_NAME.fullmatch(case.name) and case.is_dir() and not case.is_symlink()):
-            continue
-        for picture in sorted(case.iterdir()):
-            if (picture.suffix == ".pgm" and _IMAGE_NAME.fullmatch(picture.name)
-                    and stat.S_ISREG(picture.lstat().st_mode)):
-                (images / case.name).mkdir(parents=True, exist_ok=True)
-                shutil.move(picture, images / case.name / picture.name)
+    plain files with plain names only, reached without following a link at any component,
+    nothing deeper. The checker's run folder belonged to the sandbox user."""
+    try:
+        for path, folder_fd, name, entry in safe_files.walk(written):
+            case, _, picture = path.partition("/")
+            if not (picture and "/" not in picture and picture.endswith(".pgm") and stat.S_ISREG(entry.st_mode)
+                    and _IMAGE_NAME.fullmatch(case) and _IMAGE_NAME.fullmatch(picture)):
+                continue
+            (images / case).mkdir(parents=True, exist_ok=True)
+            target_fd = safe_files.open_folder(images / case)
+            try:
+                os.rename(name, picture, src_dir_fd=folder_fd, dst_dir_fd=target_fd)
+            finally:
+                os.close(target_fd)
+    except FileNotFoundError:
+        return  # the checker drew nothing
+    except safe_files.NotPlainError:
+        return  # not a tree of plain folders: no pictures from it

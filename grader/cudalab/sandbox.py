@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import errno
 import glob
-import hashlib
 import json
 import os
 import posixpath
@@ -36,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+from . import safe_files
 from .config import Config
 from .errors import GraderError
 from .exit_codes import Harness, harness_status
@@ -739,60 +739,96 @@ def _unreachable_reason(host: Path, uid: int, *, itself: bool = True) -> str:
     return ""
 
 
+_staged: dict[tuple[str, int, int], tuple[Path, dict[str, str]]] = {}
+_staging_lock = threading.Lock()
+
+
 def _staged_copy(host: Path) -> Path:
     """A copy of a read-only bind's source that the sandbox user can reach, for a source it
     cannot (a checkout under a private home folder, say). Made once per source and
-    modification time, in the system's temporary folder."""
-    real = Path(os.path.realpath(host))
-    stamp = f"{real}\0{os.stat(real).st_mtime_ns}".encode("utf-8", "surrogateescape")
-    place = Path(tempfile.gettempdir()) / "cudalab-staged" / hashlib.sha256(stamp).hexdigest()[:16]
-    target = place / real.name
-    if not target.exists():
-        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=_reachable_folder(place.parent)))
-        if real.is_dir():
-            shutil.copytree(real, staging / real.name, symlinks=True)
-        else:
-            shutil.copy2(real, staging / real.name)
-        for folder, dirs, files in os.walk(staging):
-            os.chmod(folder, 0o755)
-            for name in files:
-                path = os.path.join(folder, name)
-                if not os.path.islink(path):
-                    os.chmod(path, 0o755 if os.access(path, os.X_OK) else 0o644)
+    modification time and process, in a private folder of this process (safe_files), and only
+    of what the grader or root owns: never of a link, nor of anything a student's program
+    wrote. The copy is made in a folder nobody else can enter, checked against the sha256 of
+    every file read from the source, and only then opened to the sandbox user; it is checked
+    again before every later use."""
+    source = Path(os.path.realpath(host.parent)) / host.name  # its own last component is never followed
+    info = os.lstat(source)
+    if stat.S_ISLNK(info.st_mode):
+        raise GraderError(f"Cannot show {host} in the sandbox: it is a symbolic link, and the grader never "
+                          "copies through a link. Bind the file or folder itself.")
+    if info.st_uid not in (0, os.geteuid()):
+        raise GraderError(f"Cannot show {host} in the sandbox: the sandbox user cannot reach it, and it belongs "
+                          f"to uid {info.st_uid}; the grader copies for the sandbox only what it or root owns. "
+                          "Keep grading files where the sandbox user can reach them.")
+    key = (str(source), info.st_mtime_ns, info.st_ino)
+    with _staging_lock:
+        known = _staged.get(key)
+        if known is not None:
+            target, hashes = known
+            _check_staged(host, target, hashes)
+            return target
+        root = safe_files.private_folder(safe_files.process_temp_root(passable=True) / "staged",
+                                         "folder of staged copies", passable=True)
+        place = Path(tempfile.mkdtemp(prefix=".staging-", dir=root))  # 0700 until it is checked
+        target = place / source.name
         try:
-            os.rename(staging, place)
-        except OSError:  # another run staged it first
-            shutil.rmtree(staging, ignore_errors=True)
-    return target
+            hashes = safe_files.copy_tree(source, target)
+        except safe_files.NotPlainError as err:
+            shutil.rmtree(place, ignore_errors=True)
+            raise GraderError(f"Cannot show {host} in the sandbox through a copy: {err.why}; the grader copies "
+                              "only plain files and folders.") from None
+        _check_staged(host, target, hashes)
+        top = os.lstat(target)
+        os.chmod(target, _readable_mode(top))
+        if stat.S_ISDIR(top.st_mode):
+            for _, folder_fd, name, entry in safe_files.walk(target):
+                os.chmod(name, _readable_mode(entry), dir_fd=folder_fd)
+        os.chmod(place, 0o755)  # only now may the sandbox user read it
+        _staged[key] = (target, hashes)
+        return target
 
 
-def _reachable_folder(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    folder.chmod(0o755)
-    return folder
+def _readable_mode(entry: os.stat_result) -> int:
+    return 0o755 if stat.S_ISDIR(entry.st_mode) or entry.st_mode & 0o100 else 0o644
+
+
+def _check_staged(host: Path, target: Path, hashes: dict[str, str]) -> None:
+    """The staged copy is still what was read from the source, file for file."""
+    try:
+        now = safe_files.hash_tree(target)
+    except (OSError, safe_files.NotPlainError):
+        now = None
+    if now != hashes:
+        _staged.pop(next((k for k, v in _staged.items() if v[0] == target), None), None)
+        raise GraderError(f"The staged copy {target} of {host} no longer matches what was copied (the sha256 of "
+                          "its files changed): something on this machine modified it. Nothing was run with it; "
+                          "find out what changed it before grading again.")
 
 
 def scratch_root(config: Config) -> Path:
-    """Where runs get their folders: the grading work folder's tmp/ when the sandbox user can
-    reach it, else a folder in the system's temporary folder (a checkout under a private
-    home, for instance, is out of that user's reach)."""
+    """Where runs get their folders, checked at every use (safe_files.private_folder): the
+    grading work folder's tmp/ when the sandbox user can reach it, else this process's own
+    temporary folder (a checkout under a private home, for instance, is out of that user's
+    reach). Never a folder of a fixed name that another user could have made first."""
+    passable = os.geteuid() == 0  # only root hands its runs to another uid, which must pass through
     preferred = config.temp_dir
-    if os.geteuid() != 0:
-        return preferred
+    if not passable:
+        return safe_files.private_folder(preferred, "scratch folder", passable=False)
     probe = preferred
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
-    if not _unreachable_reason(probe, config.sandbox_uid, itself=True):
-        return preferred
-    return _reachable_folder(Path(tempfile.gettempdir()) / "cudalab-scratch")
+    # The sandbox user must pass through every folder down to the run folders (made 0711 by
+    # the grader); it need not read any of them.
+    if not _unreachable_reason(probe / "run", config.sandbox_uid, itself=False):
+        return safe_files.private_folder(preferred, "scratch folder", passable=True)
+    return safe_files.private_folder(safe_files.process_temp_root(passable=True, keep=config.keep_temp) / "scratch",
+                                     "scratch folder", passable=True)
 
 
 def _chown_tree(top: Path, uid: int) -> None:
-    """Hand the run's writable folder to the sandbox user; never follow links it holds."""
-    os.chown(top, uid, uid, follow_symlinks=False)
-    for folder, dirs, files in os.walk(top):
-        for name in dirs + files:
-            os.chown(os.path.join(folder, name), uid, uid, follow_symlinks=False)
+    """Hand the run's writable folder to the sandbox user; never follow links it holds, nor
+    a linked top (safe_files.chown_tree)."""
+    safe_files.chown_tree(top, uid)
 
 
 def _status_documents(raw: bytes) -> list[dict]:
@@ -1035,6 +1071,9 @@ class Sandbox:
             raise GraderError(f"Two binds share one sandbox path: {sorted(insides)}; give each "
                               "its own path under /cudalab.")
         for bind in every_bind:
+            if bind.host.is_symlink():  # bubblewrap would follow it: a bind is what the grader named
+                raise GraderError(f"Cannot bind {bind.host} into the sandbox at {bind.inside}: it is a "
+                                  "symbolic link, and the grader binds only plain files and folders.")
             if not bind.host.exists():
                 raise GraderError(f"Cannot bind {bind.host} into the sandbox at {bind.inside}: "
                                   "it does not exist.")

@@ -66,13 +66,12 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import batch, build, console, grade, labs, report
+from . import batch, build, console, grade, labs, report, safe_files
 from .config import Config
 from .errors import CudalabError, UsageError
 from .executor import Executor
@@ -422,11 +421,30 @@ def _on_this_node(config: Config, state: dict) -> tuple[Config, Path, Path]:
     """The build (the grade's scratch folder, binary included) copied from the shared results
     folder to this node's own temporary folder, where the GPU step's runs then write their
     output dumps (hundreds of MB a grade, better kept off shared storage): the configuration
-    that puts the grade's other folders there too, the binary and the folder."""
+    that puts the grade's other folders there too, the binary and the folder.
+
+    The shared folder must be one of the batch's own private grade folders (in its checked
+    scratch root), and is copied without following a link at any component; the node's copy
+    goes to this process's own temporary folder, never to a fixed name another user of the
+    node could have made first."""
     shared = Path(state["tmp"])
-    config = dataclasses.replace(config, work_dir=Path(tempfile.gettempdir()) / f"cudalab-slurm-{os.getuid()}")
+    shared_root = scratch_root(config)
+    problem = safe_files.folder_problem(shared) if shared.parent == shared_root else f"is not a folder of {shared_root}"
+    if problem:
+        raise CudalabError(f"The build's folder {shared} {problem}, so the GPU task does not trust it; grade the "
+                           "hand-in again.")
+    passable = os.geteuid() == 0  # root's runs are another uid's, which must pass through
+    node_work = safe_files.private_folder(safe_files.process_temp_root(passable=passable, keep=config.keep_temp)
+                                          / "work", "work folder", passable=passable)
+    config = dataclasses.replace(config, work_dir=node_work)
     local = fresh_dir(scratch_root(config), "grade")
-    shutil.copytree(shared, local, symlinks=True, dirs_exist_ok=True)
+    os.rmdir(local)  # copy_tree makes it, from nothing
+    try:
+        safe_files.copy_tree(shared, local)
+    except safe_files.NotPlainError as err:
+        raise CudalabError(f"The build's folder {shared} cannot be copied to this node: {err.why}.") from None
+    if passable:
+        local.chmod(0o711)
     return config, local / Path(state["binary"]).relative_to(shared), local
 
 

@@ -249,8 +249,14 @@ def implementation(argv):
         return 3
     if B.get("hang"):
         time.sleep(300)
+    if a.dump and B.get("dump_link"):  # hostile: its dump is a link to a folder of the host
+        os.symlink(B["dump_link"], a.dump)
+        write_json(a.json, run)
+        return 0
     if a.dump:
         Path(a.dump).mkdir(parents=True, exist_ok=True)
+        if B.get("dump_inner_link"):  # hostile: a link one level down in its dump
+            os.symlink(B["dump_inner_link"], Path(a.dump) / "nested")
     if a.audit:
         audit(a, run)
     elif a.paced:
