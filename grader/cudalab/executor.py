@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import queue
-import shutil
 import subprocess
 import threading
 from abc import ABC, abstractmethod
@@ -26,6 +25,7 @@ from .errors import CudalabError, UsageError
 from .audit import AuditServer
 from .runner import fresh_dir
 from .sandbox import scratch_root
+from .trees import remove_tree
 
 
 class Executor(ABC):
@@ -145,7 +145,7 @@ class LocalExecutor(Executor):
                 plan.store.commit(job, result)
                 reporter.done(job, result)
             finally:
-                shutil.rmtree(folder, ignore_errors=True)
+                remove_tree(folder)
 
         def builder() -> None:
             while True:
@@ -198,7 +198,7 @@ class LocalExecutor(Executor):
             for server in servers.values():
                 if server is not None:
                     server.close()  # after the round it may be serving, if interrupted
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_tree(scratch)
 
 
 def _slurm_executor() -> type[Executor]:
