@@ -112,7 +112,7 @@ class LocalExecutor(Executor):
         return devices
 
     def run(self, plan, reporter) -> None:
-        from .batch import begin_job
+        from .batch import begin_job, grader_failure_result
         if not plan.todo:
             return
         config, spec = self.config, plan.spec
@@ -147,6 +147,16 @@ class LocalExecutor(Executor):
             finally:
                 remove_tree(folder)
 
+        def failed(job, stage: str, err: Exception) -> None:
+            """The grader failed on this hand-in: its error row, and on to the next. Only when
+            even that row cannot be written does the batch stop, and say why."""
+            try:
+                result = grader_failure_result(config, spec, job, stage, err)
+                plan.store.commit(job, result)
+                reporter.done(job, result)
+            except Exception as worse:
+                failures.append(worse)
+
         def builder() -> None:
             while True:
                 try:
@@ -161,7 +171,10 @@ class LocalExecutor(Executor):
                         remaining.release()
                     else:
                         built.put((job, pending, folder))
-                except BaseException as err:  # a grader bug: the batch stops and says so
+                except Exception as err:  # a grader bug on this hand-in: its error row, then the next
+                    failed(job, "staging and building", err)
+                    remaining.release()
+                except BaseException as err:  # the batch itself is stopping
                     failures.append(err)
                     remaining.release()
 
@@ -174,6 +187,8 @@ class LocalExecutor(Executor):
                 try:
                     reporter.started(job, f"grading on GPU {gpu}" if gpu else "grading")
                     complete(job, pending, folder, gpu)
+                except Exception as err:  # a grader bug on this hand-in: its error row, then the next
+                    failed(job, "grading", err)
                 except BaseException as err:
                     failures.append(err)
                 finally:

@@ -249,6 +249,12 @@ def implementation(argv):
         return 3
     if B.get("hang"):
         time.sleep(300)
+    if B.get("deep_tree"):  # leaves its folder hard to remove: a tree deeper than Python's recursion limit
+        top = os.open(".", os.O_RDONLY)
+        for _ in range(B["deep_tree"]):
+            os.mkdir("d")
+            os.chdir("d")
+        os.fchdir(top)
     if a.dump:
         Path(a.dump).mkdir(parents=True, exist_ok=True)
     if a.audit:
