@@ -377,9 +377,6 @@ def _past_a_limit(result: ProcessResult, step: str, config: Config) -> str:
         return (f"the {step} ran out of memory (its limit is {limit}) and was stopped. Something in the "
                 "file makes the compiler grow without end (an #include of /dev/zero or another endless "
                 "file, a huge constant array, a template or macro that expands without end); remove it.")
-    if result.folder_full is not None:
-        return (f"the {step} filled its folder to the limit ({result.folder_full}). Something in the file "
-                "makes the compiler write far too much; remove it.")
     return ""
 
 

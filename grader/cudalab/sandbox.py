@@ -194,8 +194,9 @@ class Limits:
     pids: int                  # cgroup v2 pids.max; fallback RLIMIT_NPROC
     file_size_bytes: int       # RLIMIT_FSIZE
     cpu_time_factor: float     # RLIMIT_CPU = timeout * factor
-    folder_bytes: int | None = None   # the run folder's tmpfs size, and the private /tmp's
+    folder_bytes: int | None = None   # the run folder's tmpfs size; None: the folder is left as it is
     folder_files: int | None = None   # the run folder's tmpfs inodes
+    tmp_bytes: int | None = None      # the private /tmp's size
 
 
 def run_limits(config: Config, timeout_s: float | None = None) -> Limits:
@@ -207,19 +208,22 @@ def run_limits(config: Config, timeout_s: float | None = None) -> Limits:
                   file_size_bytes=config.file_size_limit_bytes,
                   cpu_time_factor=config.cpu_time_factor,
                   folder_bytes=config.run_folder_bytes or None,
-                  folder_files=config.run_folder_files or None)
+                  folder_files=config.run_folder_files or None,
+                  tmp_bytes=config.run_folder_bytes or None)
 
 
 def build_limits(config: Config) -> Limits:
-    """Limits for one compile of student code (nvcc runs several processes and needs more)."""
+    """Limits for one compile of student code (nvcc runs several processes and needs more).
+    Its folder gets no tmpfs: the binary it makes must outlive this process and be seen from
+    other machines (a Slurm build task hands it to a GPU task), and a compiler writes only
+    the files its command names, each under RLIMIT_FSIZE."""
     return Limits(timeout_s=config.build_timeout_s,
                   output_cap_bytes=config.output_cap_bytes,
                   memory_bytes=config.build_memory_bytes or None,
                   pids=config.build_pids,
                   file_size_bytes=config.file_size_limit_bytes,
                   cpu_time_factor=config.cpu_time_factor,
-                  folder_bytes=config.run_folder_bytes or None,
-                  folder_files=config.run_folder_files or None)
+                  tmp_bytes=config.run_folder_bytes or None)
 
 
 @dataclass(frozen=True)
@@ -1201,7 +1205,7 @@ class Sandbox:
                 return f"RLIMIT_DATA {limit} per process of a run without the GPU (compiles, the checker)"
             if sentence == _FOLDER_SENTENCE:
                 if limits.folder_bytes is None:
-                    return "run folder not capped (run_folder_bytes 0)"
+                    return "the folder is not capped (a compile's, or run_folder_bytes 0)"
                 return (f"run folder: a tmpfs of its own of {format_bytes(limits.folder_bytes)} and "
                         f"{limits.folder_files} files and folders")
             return sentence
@@ -1278,7 +1282,7 @@ class Sandbox:
             for bind in every_bind:
                 if bind.writable:
                     _chown_tree(bind.host, uid)
-        tmp_bytes = limits.folder_bytes if self._bubblewrap.sized_tmp else None
+        tmp_bytes = limits.tmp_bytes if self._bubblewrap.sized_tmp else None
         command = [self._bubblewrap.program, *self._bubblewrap.options, *_system_view(tmp_bytes)]
         for root in talk["toolchain"]:
             command += ["--ro-bind", str(root), str(root)]

@@ -532,11 +532,13 @@ def test_limits_come_from_the_config():
                          memory_bytes=None, pids=config.run_pids,
                          file_size_bytes=config.file_size_limit_bytes,
                          cpu_time_factor=config.cpu_time_factor,
-                         folder_bytes=config.run_folder_bytes, folder_files=config.run_folder_files)
+                         folder_bytes=config.run_folder_bytes, folder_files=config.run_folder_files,
+                         tmp_bytes=config.run_folder_bytes)
     assert run_limits(config).timeout_s == config.process_timeout_s
     build = build_limits(config)
     assert build.timeout_s == config.build_timeout_s and build.pids == 99
     assert build.memory_bytes == config.build_memory_bytes == 8 * GIB
+    assert build.folder_bytes is None and build.tmp_bytes == config.run_folder_bytes  # see build_limits
     assert load_config().run_memory_bytes == 16 * GIB
 
 
@@ -623,12 +625,13 @@ def test_cgroup_v1_memory_limit_ends_a_gpu_run_and_says_so(workdir, limits):
     with the GPU (no RLIMIT_DATA) is still killed at its memory limit, the result says so, and
     the run's cgroup is removed afterwards."""
     small = dataclasses.replace(limits, memory_bytes=64 * MIB)
+    before = set(SANDBOX._memory_v1.glob("cudalab-run-*"))  # a grader killed by another test leaves its own
     result = SANDBOX.run([PYTHON, "-c", "block = bytearray(512 * 1024 * 1024)\nprint('survived')"],
                          workdir=workdir, limits=small, gpu=True)
     assert result.oom_killed and "survived" not in result.stdout
     assert "used more than the memory limit of 64 MiB" in result.describe()
     assert "cgroup v1: memory.limit_in_bytes 64 MiB, no swap" in result.isolation
-    assert not list(SANDBOX._memory_v1.glob("cudalab-run-*"))
+    assert set(SANDBOX._memory_v1.glob("cudalab-run-*")) <= before
 
 
 def without_memory_cgroups() -> Sandbox:
@@ -728,7 +731,7 @@ def test_a_run_that_fills_its_folder_is_stopped_and_told_so(workdir, limits):
     """Proves: a run folder is a tmpfs of its own, capped in bytes and in files, as is the
     private /tmp in bytes; a program that fills one gets ENOSPC and a result that says, in
     words, that it filled its folder to the limit; and removing the folder unmounts it."""
-    small = dataclasses.replace(limits, folder_bytes=4 * MIB, folder_files=64)
+    small = dataclasses.replace(limits, folder_bytes=4 * MIB, folder_files=64, tmp_bytes=4 * MIB)
     (workdir.host / "given.txt").write_text("put there by the grader\n")
     flood = SANDBOX.run([PYTHON, "-c", FILL_FOLDER, f"{INSIDE_ROOT}/run"], workdir=workdir, limits=small)
     assert flood.stdout.split() == ["stopped", str(errno.ENOSPC)]
