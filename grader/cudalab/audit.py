@@ -32,6 +32,7 @@ from .errors import GraderError
 from .runner import Runner, audit_argv, fresh_dir, paced_argv, read_untrusted_json, why_nothing_ran
 from .timing import (BLANK, REFERENCE, STUDENT, AuditorChannel, AuditorError, Floor, LineReader, Pace, ProtocolError,
                      SessionRun, send_line)
+from .trees import remove_tree
 
 MAX_AGE_S = 1800.0
 _START_TIMEOUT_S = 120.0   # an auditor lays its case out twice and measures the copy roof first
@@ -320,7 +321,7 @@ class AuditServer:
 
     def _discard(self, kept: _Kept) -> None:
         if not self.runner.config.keep_temp:
-            shutil.rmtree(kept.folder, ignore_errors=True)
+            remove_tree(kept.folder)
 
 
 def _first_line_with_fds(sock: socket.socket, timeout_s: float) -> tuple[str, list[int], bytes]:

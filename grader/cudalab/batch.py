@@ -22,6 +22,11 @@ again. The class outputs (gradebook.csv, canvas.csv, summary.html) and each stud
 feedback (students/<key>/) are written from the records at the end of every run, and
 say so when the batch is not complete.
 
+One hand-in never stops the others: where the grader itself fails on one (an exception while
+staging, building, grading, cleaning up after or committing it), that hand-in gets a record
+with status error, a zero and the reason (its result's "grader_failure"), the batch goes on,
+its outputs show the hand-in as not graded, it exits 24, and the next run grades it again.
+
 Where the work runs is an executor (executor.py): this machine's CPUs and GPUs, or a
 cluster's Slurm (slurm.py), with the same records and outputs. A record that says the
 scheduler stopped the grade (a Slurm task cancelled, failed or out of time: its result's
@@ -56,6 +61,7 @@ RECORD_SCHEMA = "cudalab.batch-record/1"
 BATCH_FILE = "batch.json"
 RECORDS = "records"
 SCHEDULER_FAILURE = "scheduler_failure"  # in a result: the cluster stopped the grade (what and why)
+GRADER_FAILURE = "grader_failure"        # in a result: the grader failed on this hand-in (where and why)
 _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 
 
@@ -128,7 +134,10 @@ def discover(config: Config, spec: LabSpec, folder: Path) -> tuple[list[Job], li
         if why:
             skipped.append({"name": path.name, "reason": why})
             continue
-        manifest = manifest_of(handin.read_hand_in(path, spec, config))
+        try:
+            manifest = manifest_of(handin.read_hand_in(path, spec, config))
+        except Exception:  # its grade says what is wrong with it; the id comes from its name
+            manifest = None
         said = (manifest or {}).get("student")
         if isinstance(said, str) and STUDENT_ID.fullmatch(said):
             student, id_from = said, "manifest"
@@ -249,20 +258,46 @@ def is_scheduler_failure(result: dict | None) -> bool:
     return isinstance(result, dict) and isinstance(result.get(SCHEDULER_FAILURE), dict)
 
 
-def scheduler_failure_result(config: Config, spec: LabSpec, job: Job, message: str, details: dict) -> dict:
-    """The result of a hand-in whose grade a cluster scheduler stopped (a task cancelled,
-    failed, out of time or memory, or lost with its node): an error as grade.finish writes
-    one, with zero points and the lab's maxima, the sentence in `message` and what the
-    scheduler said in result[SCHEDULER_FAILURE] (`details`). It is written as a record so
-    that the class outputs say what happened, and is graded again by the next run."""
+def is_failed_grade(result: dict | None) -> bool:
+    """Whether a result says its hand-in was not graded (the scheduler stopped it, or the
+    grader failed on it): shown as failed_to_grade, and graded again by the next run."""
+    return is_scheduler_failure(result) or (isinstance(result, dict) and isinstance(result.get(GRADER_FAILURE), dict))
+
+
+def _failed_grade_result(config: Config, spec: LabSpec, job: Job, message: str) -> dict:
+    """An error result as grade.finish writes one: zero points out of the lab's maxima and the
+    sentence in `message`."""
     from . import grade
     from .scoring import zero
     result = grade.new_result(spec.name, job.handin, None, config)
     result.update(lab_title=spec.title, status="error", exit_code=int(Cli.INTERNAL), message=message,
                   score=zero(spec.scoring).to_json())
     result["provenance"]["finished_at"] = report.timestamp()
-    result[SCHEDULER_FAILURE] = details
     set_submission(result, job)
+    return result
+
+
+def grader_failure_result(config: Config, spec: LabSpec, job: Job, stage: str, error: BaseException) -> dict:
+    """The result of a hand-in the grader itself failed on while `stage` ('staging and
+    building', 'grading', ...): an error row that says so and keeps the batch going; the
+    next run grades the hand-in again."""
+    said = str(error) or type(error).__name__
+    result = _failed_grade_result(
+        config, spec, job, f"The grader failed while {stage} this hand-in ({type(error).__name__}: {said}). "
+        "This is not the student's fault: the other hand-ins were graded, and running the batch again "
+        "grades this one again.")
+    result[GRADER_FAILURE] = {"stage": stage, "error": type(error).__name__, "message": said}
+    return result
+
+
+def scheduler_failure_result(config: Config, spec: LabSpec, job: Job, message: str, details: dict) -> dict:
+    """The result of a hand-in whose grade a cluster scheduler stopped (a task cancelled,
+    failed, out of time or memory, or lost with its node): an error as grade.finish writes
+    one, with zero points and the lab's maxima, the sentence in `message` and what the
+    scheduler said in result[SCHEDULER_FAILURE] (`details`). It is written as a record so
+    that the class outputs say what happened, and is graded again by the next run."""
+    result = _failed_grade_result(config, spec, job, message)
+    result[SCHEDULER_FAILURE] = details
     return result
 
 
@@ -309,7 +344,7 @@ def make_plan(config: Config, spec: LabSpec, store: Store, handins: Path, regrad
     todo, changed = [], set()
     for job in jobs:
         record = store.record(job.key)
-        if record is None or job.student in regrade or is_scheduler_failure(record.get("result")):
+        if record is None or job.student in regrade or is_failed_grade(record.get("result")):
             todo.append(job)
         elif record.get("job", {}).get("sha256") != job.sha256:
             if regrade_changed:
@@ -320,14 +355,14 @@ def make_plan(config: Config, spec: LabSpec, store: Store, handins: Path, regrad
 
 
 def entries(plan: Plan) -> list[dict]:
-    """Every student's row for the outputs, from the records: a grade the scheduler stopped
-    is failed_to_grade (no grade, its message said), not done."""
+    """Every student's row for the outputs, from the records: a grade the scheduler stopped or
+    the grader failed on is failed_to_grade (no grade, its message said), not done."""
     rows = []
     for job in plan.jobs:
         record = plan.store.record(job.key)
         result = (record or {}).get("result")
         state = ("pending" if not isinstance(result, dict) else
-                 "failed_to_grade" if is_scheduler_failure(result) else "done")
+                 "failed_to_grade" if is_failed_grade(result) else "done")
         rows.append({"student": job.student, "key": job.key, "state": state, "result": result,
                      "handin": {"name": job.handin.name, "sha256": job.sha256},
                      "graded_handin": (record or {}).get("job", {}).get("sha256"),
@@ -337,16 +372,22 @@ def entries(plan: Plan) -> list[dict]:
 
 def publish_outputs(plan: Plan, started_at: str, executor) -> dict:
     rows = entries(plan)
+    unwritten = []
     for row in rows:
         if row["state"] != "pending":
-            publish.write_student(plan.store.out, row, plan.spec.title)
+            try:
+                publish.write_student(plan.store.out, row, plan.spec.title)
+            except Exception as err:  # one student's feedback must not cost the class its gradebook
+                unwritten.append(row["student"])
+                console.warn(f"could not write {row['student']}'s feedback ({type(err).__name__}: {err}); "
+                             "their grade is in the gradebook, and the next run writes it again")
     done = sum(r["state"] == "done" for r in rows)
     failed = sum(r["state"] == "failed_to_grade" for r in rows)
     info = {"started_at": started_at, "finished_at": report.timestamp(), "complete": done == len(rows),
             "gpu": (executor.device or {}).get("name"), "gpus": executor.gpus, "executor": executor.name,
             "counts": {"handins": len(rows), "graded": done, "pending": len(rows) - done - failed,
                        "failed": failed, "changed": len(plan.changed), "skipped": len(plan.skipped)},
-            "skipped": plan.skipped}
+            "skipped": plan.skipped, "feedback_unwritten": unwritten}
     paths = publish.write_class(plan.store.out, plan.spec.name, plan.spec.title, rows, info)
     return {"info": info, "paths": {k: str(v) for k, v in paths.items()}}
 
@@ -391,4 +432,4 @@ def main(args: argparse.Namespace, config: Config) -> int:
     info = published["info"]
     if interrupted:
         return 130
-    return int(Cli.DONE) if info["complete"] else int(Cli.INTERNAL)
+    return int(Cli.DONE) if info["complete"] and not info["feedback_unwritten"] else int(Cli.INTERNAL)

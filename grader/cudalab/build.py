@@ -26,8 +26,10 @@ from . import bundle, console, cpus, forbidden, labs, sdk as sdk_module, symbols
 from .config import Config, MIB
 from .errors import CompileError, ForbiddenError, GraderError, SubmissionError, UsageError
 from .labspec import LabSpec
-from .sandbox import Bind, ProcessResult, Sandbox, build_limits, run_process, scratch_root, toolchain_roots
+from .sandbox import (Bind, ProcessResult, Sandbox, build_limits, format_bytes, run_process, scratch_root,
+                      toolchain_roots)
 from .sdk import Manifest, ManifestError
+from .trees import remove_tree
 
 _BUILD_LOG_CAP = 4 * MIB
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -106,8 +108,9 @@ def stage_submission(spec: LabSpec, folder: Path, dest: Path) -> StagedSubmissio
         raise SubmissionError(f"The submission folder {folder} has no {' or '.join(missing)}. "
                               f"The {spec.name} lab needs exactly these files: "
                               f"{', '.join(spec.files)}.")
-    if dest.exists():
-        shutil.rmtree(dest)
+    if not remove_tree(dest):
+        raise GraderError(f"Could not clear the staging folder {dest} of an earlier build; remove it "
+                          "by hand and build again.")
     dest.mkdir(parents=True)
     dest.chmod(0o755)  # the sandbox user reads it
     for name in spec.files:
@@ -355,6 +358,28 @@ def _toolchain(config: Config, commands: dict) -> tuple[Path, ...]:
                            protect=[config.root, config.work_dir, config.build_dir])
 
 
+# What a compiler or linker says when it gets no more memory (RLIMIT_DATA, where no cgroup
+# limits the build): GCC's cc1plus, NVIDIA's cicc and ptxas, ld, and a C++ allocation.
+_OUT_OF_MEMORY = re.compile(r"out of memory|memory exhausted|cannot allocate memory|std::bad_alloc",
+                            re.IGNORECASE)
+
+
+def _past_a_limit(result: ProcessResult, step: str, config: Config) -> str:
+    """Why a compile or link step that failed was stopped by one of its limits, as the
+    sentence a student reads (the submission's failure, not the grader's), or '' when it
+    failed on its own."""
+    if result.timed_out:
+        return (f"the {step} ran past its {config.build_timeout_s:g} s limit and was stopped. Something "
+                "in the file makes the compiler work far too long (a huge constant array, a template or "
+                "macro that expands without end, an #include of a device or a pipe); remove it.")
+    if result.oom_killed or _OUT_OF_MEMORY.search(_log(result)):
+        limit = format_bytes(config.build_memory_bytes) if config.build_memory_bytes else "the memory limit"
+        return (f"the {step} ran out of memory (its limit is {limit}) and was stopped. Something in the "
+                "file makes the compiler grow without end (an #include of /dev/zero or another endless "
+                "file, a huge constant array, a template or macro that expands without end); remove it.")
+    return ""
+
+
 class SubmissionBuilder:
     """A submission's build in the sandbox against the lab's SDK, one step at a time, so that
     `cudalab check` can report each step's findings while `build_submission` stops at the
@@ -376,8 +401,9 @@ class SubmissionBuilder:
                               f"({self.commands['object']!r}).")
         self.object_inside = f"{_BUILD}/{obj}"
         self.object = self.build_dir / obj
-        if self.build_dir.exists():
-            shutil.rmtree(self.build_dir)
+        if not remove_tree(self.build_dir):
+            raise GraderError(f"Could not clear the build folder {self.build_dir} of an earlier build; "
+                              "remove it by hand and build again.")
         # The folders ninja would have made for the commands' outputs (the object, and files
         # such as a linker dependency file that newer CMake versions ask for).
         for command in (self.commands["compile"], self.commands["link"]):
@@ -406,10 +432,10 @@ class SubmissionBuilder:
         compiled = self.step(["/bin/sh", "-c", self.commands["compile"]])
         self.log += _log(compiled)
         if compiled.exit_code != 0:
-            if compiled.timed_out:
-                raise GraderError(f"Compiling the submission took longer than "
-                                  f"{self.config.build_timeout_s:g} s and was stopped.")
             feedback = compile_feedback(_log(compiled), self.spec.files, _SRC, self.config.compile_feedback_lines)
+            past_a_limit = _past_a_limit(compiled, "compile", self.config)
+            if past_a_limit:
+                raise CompileError(f"{' and '.join(self.spec.files)} did not compile: {past_a_limit}", feedback)
             raise CompileError(f"{' and '.join(self.spec.files)} did not compile against the official "
                                f"{self.spec.name} harness. Fix the first error below, then build again.",
                                feedback)
@@ -458,6 +484,11 @@ class SubmissionBuilder:
     def link(self) -> Path:
         linked = self.step(["/bin/sh", "-c", self.commands["link"]])
         self.log += _log(linked)
+        past_a_limit = _past_a_limit(linked, "link", self.config) if linked.exit_code != 0 else ""
+        if past_a_limit:
+            raise CompileError(f"{self.source} compiled but did not link: {past_a_limit}",
+                               compile_feedback(_log(linked), self.spec.files, _SRC,
+                                                self.config.compile_feedback_lines))
         if linked.exit_code != 0:
             feedback = link_findings(_log(linked), self.spec, self.source, self.defined)
             feedback = feedback or compile_feedback(_log(linked), self.spec.files, _SRC,

@@ -25,7 +25,6 @@ import argparse
 import json
 import re
 import secrets
-import shutil
 
 from . import __version__, build, calibration, console, gpu, labs, ladder, pack, report
 from .calibration import Calibration
@@ -36,6 +35,7 @@ from .labspec import LabSpec
 from .run import giga_per_s
 from .runner import Runner, fresh_dir
 from .sandbox import scratch_root
+from .trees import remove_tree
 
 SCHEMA = "cudalab.calibrate/1"
 ALL = "all"
@@ -107,7 +107,7 @@ def measure_reference(config: Config, spec: LabSpec, reference: dict, cases: lis
                                 warmup=warmup, seed=seed)
     finally:
         if not config.keep_temp:
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_tree(scratch)
 
 
 def _what_the_run_said(outcome: dict) -> str:

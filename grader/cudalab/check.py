@@ -28,7 +28,6 @@ import json
 import re
 import secrets
 import sys
-import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from .handin import Finding, HandIn
 from .labspec import LabSpec
 from .runner import RUN, Runner, fresh_dir, read_untrusted_json, why_nothing_ran
 from .sandbox import scratch_root
+from .trees import remove_tree
 
 SCHEMA = "cudalab.receipt/1"
 MANIFEST = handin.MANIFEST
@@ -375,7 +375,7 @@ def check_hand_in(config: Config, path: Path, lab: str | None = None, *, run: bo
         checking.run(tmp)
     finally:
         if not config.keep_temp:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove_tree(tmp)
     return checking.receipt()
 
 

@@ -51,10 +51,19 @@ class Config:
     sandbox_uid: int = _setting(65534, "The unprivileged uid (and gid) that sandboxed processes "
                                 "run as when the grader runs as root; files they must read "
                                 "have to be reachable by it.")
-    run_memory_bytes: int = _setting(16 * GIB, "Memory limit (cgroup v2 memory.max, no swap) of "
-                                     "one run of a lab binary or checker; 0 for none.")
-    build_memory_bytes: int = _setting(8 * GIB, "Memory limit (cgroup v2 memory.max, no swap) of "
-                                       "one compile of student code; 0 for none.")
+    run_memory_bytes: int = _setting(16 * GIB, "Memory limit (cgroup v2 memory.max, else cgroup v1 "
+                                     "memory.limit_in_bytes, no swap) of one run of a lab binary or "
+                                     "checker; also each process's RLIMIT_DATA in a run without the "
+                                     "GPU; 0 for none.")
+    build_memory_bytes: int = _setting(8 * GIB, "Memory limit (cgroup v2 memory.max, else cgroup v1 "
+                                       "memory.limit_in_bytes, no swap) of one compile of student "
+                                       "code; also each compiler process's RLIMIT_DATA; 0 for none.")
+    run_folder_bytes: int = _setting(8 * GIB, "Most bytes a run of a lab binary or checker may keep "
+                                     "in its folder (a tmpfs of its own where the grader may mount one), "
+                                     "and a run or compile in its private /tmp; output dumps can reach "
+                                     "about 2 GiB.")
+    run_folder_files: int = _setting(100_000, "Most files and folders a run of a lab binary or checker "
+                                     "may keep in its folder (the tmpfs's inode count).")
     run_pids: int = _setting(256, "Most processes and threads one run of a lab binary or checker "
                              "may have at once (cgroup v2 pids.max, else RLIMIT_NPROC).")
     build_pids: int = _setting(1024, "Most processes and threads one compile of student code may "

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import queue
-import shutil
 import subprocess
 import threading
 from abc import ABC, abstractmethod
@@ -26,6 +25,7 @@ from .errors import CudalabError, UsageError
 from .audit import AuditServer
 from .runner import fresh_dir
 from .sandbox import scratch_root
+from .trees import remove_tree
 
 
 class Executor(ABC):
@@ -112,7 +112,7 @@ class LocalExecutor(Executor):
         return devices
 
     def run(self, plan, reporter) -> None:
-        from .batch import begin_job
+        from .batch import begin_job, grader_failure_result
         if not plan.todo:
             return
         config, spec = self.config, plan.spec
@@ -145,7 +145,17 @@ class LocalExecutor(Executor):
                 plan.store.commit(job, result)
                 reporter.done(job, result)
             finally:
-                shutil.rmtree(folder, ignore_errors=True)
+                remove_tree(folder)
+
+        def failed(job, stage: str, err: Exception) -> None:
+            """The grader failed on this hand-in: its error row, and on to the next. Only when
+            even that row cannot be written does the batch stop, and say why."""
+            try:
+                result = grader_failure_result(config, spec, job, stage, err)
+                plan.store.commit(job, result)
+                reporter.done(job, result)
+            except Exception as worse:
+                failures.append(worse)
 
         def builder() -> None:
             while True:
@@ -161,7 +171,10 @@ class LocalExecutor(Executor):
                         remaining.release()
                     else:
                         built.put((job, pending, folder))
-                except BaseException as err:  # a grader bug: the batch stops and says so
+                except Exception as err:  # a grader bug on this hand-in: its error row, then the next
+                    failed(job, "staging and building", err)
+                    remaining.release()
+                except BaseException as err:  # the batch itself is stopping
                     failures.append(err)
                     remaining.release()
 
@@ -174,6 +187,8 @@ class LocalExecutor(Executor):
                 try:
                     reporter.started(job, f"grading on GPU {gpu}" if gpu else "grading")
                     complete(job, pending, folder, gpu)
+                except Exception as err:  # a grader bug on this hand-in: its error row, then the next
+                    failed(job, "grading", err)
                 except BaseException as err:
                     failures.append(err)
                 finally:
@@ -198,7 +213,7 @@ class LocalExecutor(Executor):
             for server in servers.values():
                 if server is not None:
                     server.close()  # after the round it may be serving, if interrupted
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_tree(scratch)
 
 
 def _slurm_executor() -> type[Executor]:

@@ -60,6 +60,7 @@ from . import __version__, bundle, console, handout, labs, report, starter
 from .config import Config
 from .errors import GraderError, UsageError
 from .exit_codes import Cli
+from .trees import remove_tree
 
 SCHEMA = "cudalab.export/1"
 SHINGLE_TOKENS = 12    # tokens per fingerprint
@@ -450,7 +451,7 @@ def write_bundle(config: Config, lab_names: list[str], out: Path) -> tuple[ScanR
     try:
         return _fill(config, specs, lab_names, plan, prints, staging, out)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging)
         raise
 
 
@@ -472,7 +473,7 @@ def _fill(config: Config, specs: list, lab_names: list[str], plan: dict[str, Pat
         (staging / rel).write_text(text, encoding="utf-8")
     scan = leak_scan(staging, config.root, prints)
     if scan.leaks:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging)
         return scan, 0, 0
     files = [p for p in staging.rglob("*") if p.is_file()]
     size = sum(p.stat().st_size for p in files)
@@ -480,7 +481,7 @@ def _fill(config: Config, specs: list, lab_names: list[str], plan: dict[str, Pat
         old = staging.with_name(staging.name + ".old")
         out.rename(old)
         staging.rename(out)
-        shutil.rmtree(old, ignore_errors=True)
+        remove_tree(old)
     else:
         staging.rename(out)
     return scan, len(files), size

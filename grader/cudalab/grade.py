@@ -38,6 +38,7 @@ from .sandbox import ProcessResult, Sandbox, run_limits, scratch_root
 from .audit import AuditServer, ProgramPipes, read_ready
 from .scoring import case_points, score as compute_score, zero as zero_score
 from .timing import ChannelClosed, Pace, ProtocolError, RoundClock, SessionRun, TooSlow, score_clock, send_line
+from .trees import remove_tree
 
 SCHEMA = "cudalab.grade/1"
 ATTACHMENTS = "attachments"  # the folder in a grade's scratch whose files go beside feedback.md
@@ -341,7 +342,7 @@ class GradingSession:
         try:
             verdict = self.runner.check(dump, sample.seed, bench_case=case).get(case, {})
         finally:
-            shutil.rmtree(dump.parent, ignore_errors=True)
+            remove_tree(dump.parent)
         if verdict.get("status") != "passed":
             raise _PerformanceZero(
                 f"Your program's output in timed sample {sample.number} was wrong ({case}: "
@@ -351,7 +352,7 @@ class GradingSession:
 
     def _discard(self, folder: Path) -> None:
         if not self.config.keep_temp:
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_tree(folder)
 
 
 # --- assembling the result --------------------------------------------------------------------
@@ -403,7 +404,7 @@ def probe_device(config: Config, spec: LabSpec) -> dict:
         session.probe_device()
         return session.device
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove_tree(tmp)
 
 
 def _timed(result: dict, session: GradingSession) -> dict:
@@ -556,7 +557,7 @@ def finish(pending: Pending, attachments_to: Path | None = None, device: dict | 
         if attachments_to is not None:
             _copy_attachments(pending.tmp, attachments_to)
         if pending.tmp is not None and not config.keep_temp:
-            shutil.rmtree(pending.tmp, ignore_errors=True)
+            remove_tree(pending.tmp)
     if result["status"] not in ("graded", "not_run") and result["score"] is None:
         result["score"] = {"correctness": 0.0, "correctness_max": 0.0, "performance": 0.0,
                            "performance_max": 0.0, "total": 0.0, "total_max": 0.0}
@@ -568,7 +569,7 @@ def finish(pending: Pending, attachments_to: Path | None = None, device: dict | 
 def _copy_attachments(tmp: Path | None, out: Path) -> None:
     """The grade's pictures into out/images/, replacing those of an earlier grade there;
     copied without following a link at any component (safe_files.copy_tree)."""
-    shutil.rmtree(out / "images", ignore_errors=True)
+    remove_tree(out / "images")
     drawn = None if tmp is None else tmp / ATTACHMENTS / "images"
     if drawn is not None and drawn.is_dir() and not drawn.is_symlink():
         out.mkdir(parents=True, exist_ok=True)

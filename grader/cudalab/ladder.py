@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import secrets
-import shutil
 import statistics
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from .labspec import LabSpec
 from .run import block_argument, giga_per_s, items_name, require_takes_block
 from .runner import RUN, Runner, fresh_dir, kept_bench_samples, read_untrusted_json
 from .sandbox import scratch_root
+from .trees import remove_tree
 
 SCHEMA = "cudalab.ladder/1"
 BLOCKS_SCHEMA = "cudalab.ladder-blocks/1"
@@ -155,7 +155,7 @@ def run_ladder(config: Config, spec: LabSpec, args: argparse.Namespace) -> dict:
             profiles = _profile(runner, spec, implementations, args.profile or _smallest(spec, cases), seed)
     finally:
         if not config.keep_temp:
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_tree(scratch)
 
     device = next((r["run"].get("device") for r in per_rung if r["run"].get("device")), None)
     table_cases = []
@@ -311,7 +311,7 @@ def run_blocks(config: Config, spec: LabSpec, args: argparse.Namespace) -> dict:
                                       extra=("--block", shape)))
     finally:
         if not config.keep_temp:
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_tree(scratch)
     return blocks_table(spec, rung_name, implementation, args.blocks, cases, outcomes,
                         {c: rung.skip_why for c in skipped} if rung else {},
                         seed=seed, samples=args.samples, warmup=args.warmup)

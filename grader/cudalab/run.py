@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from .exit_codes import Cli, Harness
 from .labspec import LabSpec
 from .runner import RUN, Runner, fresh_dir, kept_bench_samples, read_untrusted_json, why_nothing_ran
 from .sandbox import ProcessResult, scratch_root
+from .trees import remove_tree
 
 
 def resolve_target(config: Config, spec: LabSpec, runner: Runner, folder: Path | None,
@@ -339,7 +339,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
         verdicts, saved = {}, None
         feedback = feedback_dir(config, spec, args.folder, args.target) if image_lab else None
         if feedback is not None:
-            shutil.rmtree(feedback, ignore_errors=True)  # last run's pictures would mislead
+            remove_tree(feedback)  # last run's pictures would mislead
         if result.exit_code == Harness.PASSED:
             console.info("Checking the outputs with the lab's checker")
             written = scratch / "images" if args.save_images is not None else None
@@ -378,4 +378,4 @@ def main(args: argparse.Namespace, config: Config) -> int:
         return exit_status(result, all_passed, skipped_all)
     finally:
         if not config.keep_temp:
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_tree(scratch)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .errors import GraderError
+from .trees import remove_tree
 
 MAX_DEPTH = 64
 """Deepest folder below a top that a walk enters: the grader's own trees are a few levels
@@ -374,4 +375,4 @@ def process_temp_root(*, passable: bool, keep: bool = False) -> Path:
 
 def _remove_root(root: Path) -> None:
     if root not in _kept_roots:
-        shutil.rmtree(root, ignore_errors=True)
+        remove_tree(root)

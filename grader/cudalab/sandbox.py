@@ -7,8 +7,11 @@ fork-bomb, exhaust memory, use the network or flood its output. Inside the sandb
 read-only /usr, a private /tmp and only the folders its caller binds under /cudalab; only its
 own run folder can be written; it has no network, its own PID namespace (nothing outlives the
 run), no capabilities, and runs as an unprivileged uid when the grader is root. Memory and
-process counts are limited through cgroup v2 where the machine allows it (RLIMIT_NPROC
-otherwise). Without bubblewrap, runs still work, unsandboxed, so students can run the labs on
+process counts are limited through cgroup v2 where the machine allows it (memory through a
+cgroup v1 memory cgroup where the controller lives there, processes through RLIMIT_NPROC);
+runs without the GPU also get RLIMIT_DATA, and a machine that can limit no run's memory gives
+no official grades. Each run's folder is a tmpfs of its own, capped in bytes and files, where
+the grader may mount one (as root), and the private /tmp is capped in bytes. Without bubblewrap, runs still work, unsandboxed, so students can run the labs on
 their own machines.
 
 What is and is not in force is recorded in every result (`Isolation`), never implied.
@@ -35,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from . import safe_files
+from . import safe_files, trees
 from .config import Config
 from .errors import GraderError
 from .exit_codes import Harness, harness_status
@@ -102,6 +105,7 @@ class ProcessResult:
     oom_killed: bool = False                   # the cgroup's OOM killer ended a process
     memory_limit_bytes: int | None = None      # the memory limit in force, for the message
     limit_words: str = "the wall-clock limit"  # which limit timeout_s is, for the message
+    folder_full: str | None = None             # the run's folder reached its cap (the cap in words)
 
     @property
     def exit_code(self) -> int:
@@ -128,6 +132,9 @@ class ProcessResult:
                      else f"the memory limit of {format_bytes(self.memory_limit_bytes)}")
             return (f"the program was killed: it used more than {limit}; look for an "
                     "allocation that grows with a loop or a size computed wrongly")
+        if self.folder_full is not None:
+            return (f"the program filled its folder to the limit ({self.folder_full}) and could "
+                    "write no more; write only the outputs the harness asks for")
         if self.timed_out:
             return (f"the program was killed after {self.timeout_s:g} s ({self.limit_words}); "
                     "look for a loop that never ends, a kernel that never returns, or one far slower "
@@ -181,10 +188,14 @@ class Bind:
 class Limits:
     timeout_s: float           # wall clock; past it every process of the run is killed
     output_cap_bytes: int      # kept of stdout and of stderr each; the rest is read and dropped
-    memory_bytes: int | None   # cgroup v2 memory.max (+ memory.swap.max 0); None = no limit
+    memory_bytes: int | None   # cgroup v2 memory.max (+ memory.swap.max 0), else cgroup v1
+                               # memory.limit_in_bytes; RLIMIT_DATA without the GPU; None = no limit
     pids: int                  # cgroup v2 pids.max; fallback RLIMIT_NPROC
     file_size_bytes: int       # RLIMIT_FSIZE
     cpu_time_factor: float     # RLIMIT_CPU = timeout * factor
+    folder_bytes: int | None = None   # the run folder's tmpfs size; None: the folder is left as it is
+    folder_files: int | None = None   # the run folder's tmpfs inodes
+    tmp_bytes: int | None = None      # the private /tmp's size
 
 
 def run_limits(config: Config, timeout_s: float | None = None) -> Limits:
@@ -194,17 +205,24 @@ def run_limits(config: Config, timeout_s: float | None = None) -> Limits:
                   memory_bytes=config.run_memory_bytes or None,
                   pids=config.run_pids,
                   file_size_bytes=config.file_size_limit_bytes,
-                  cpu_time_factor=config.cpu_time_factor)
+                  cpu_time_factor=config.cpu_time_factor,
+                  folder_bytes=config.run_folder_bytes or None,
+                  folder_files=config.run_folder_files or None,
+                  tmp_bytes=config.run_folder_bytes or None)
 
 
 def build_limits(config: Config) -> Limits:
-    """Limits for one compile of student code (nvcc runs several processes and needs more)."""
+    """Limits for one compile of student code (nvcc runs several processes and needs more).
+    Its folder gets no tmpfs: the binary it makes must outlive this process and be seen from
+    other machines (a Slurm build task hands it to a GPU task), and a compiler writes only
+    the files its command names, each under RLIMIT_FSIZE."""
     return Limits(timeout_s=config.build_timeout_s,
                   output_cap_bytes=config.output_cap_bytes,
                   memory_bytes=config.build_memory_bytes or None,
                   pids=config.build_pids,
                   file_size_bytes=config.file_size_limit_bytes,
-                  cpu_time_factor=config.cpu_time_factor)
+                  cpu_time_factor=config.cpu_time_factor,
+                  tmp_bytes=config.run_folder_bytes or None)
 
 
 @dataclass(frozen=True)
@@ -216,11 +234,14 @@ class Isolation:
     cgroup: bool               # cgroup v2 limits in force
     in_force: tuple[str, ...]  # sentences
     missing: tuple[str, ...]   # sentences: what is NOT in force, why, and how to get it
+    memory_limited: bool = True  # every run's memory is limited (a cgroup v2 or v1 memory limit)
 
     @property
     def official(self) -> bool:
-        """Good enough for grades that count: a sandbox, and not a root-owned one."""
-        return self.kind == "bubblewrap" and (self.uid is not None or os.geteuid() != 0)
+        """Good enough for grades that count: a sandbox, not a root-owned one, and a memory
+        limit on every run (RLIMIT_DATA alone cannot limit a CUDA program)."""
+        return (self.kind == "bubblewrap" and (self.uid is not None or os.geteuid() != 0)
+                and self.memory_limited)
 
     def describe(self) -> str:
         head = "bubblewrap sandbox" if self.kind == "bubblewrap" else "no sandbox"
@@ -232,8 +253,8 @@ class Isolation:
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "uid": self.uid, "cgroup": self.cgroup,
-                "official": self.official, "in_force": list(self.in_force),
-                "missing": list(self.missing)}
+                "memory_limited": self.memory_limited, "official": self.official,
+                "in_force": list(self.in_force), "missing": list(self.missing)}
 
 
 # --------------------------------------------------------------------------- running a process
@@ -378,15 +399,19 @@ def _bounded(kind: int, soft: int, hard: int) -> tuple[int, int, int]:
     return kind, soft, hard
 
 
-def _rlimits(limits: Limits, nproc: int | None) -> list[tuple[int, int, int]]:
+def _rlimits(limits: Limits, nproc: int | None, gpu: bool) -> list[tuple[int, int, int]]:
     # Never RLIMIT_AS: CUDA reserves huge address ranges, and a 4 GiB limit broke a trivial
-    # CUDA program. Memory is limited by the cgroup instead.
+    # CUDA program. Memory is limited by the cgroup instead, and, for runs without the GPU
+    # (compilers, the checker: no CUDA program at work), also per process by RLIMIT_DATA,
+    # which counts only the writable memory a process maps, so it holds where no cgroup can.
     cpu_s = max(1, int(limits.timeout_s * limits.cpu_time_factor + 0.999))
     chosen = [_bounded(resource.RLIMIT_CORE, 0, 0),
               _bounded(resource.RLIMIT_FSIZE, limits.file_size_bytes, limits.file_size_bytes),
               _bounded(resource.RLIMIT_CPU, cpu_s, cpu_s + 1)]
     if nproc is not None:
         chosen.append(_bounded(resource.RLIMIT_NPROC, nproc, nproc))
+    if not gpu and limits.memory_bytes is not None:
+        chosen.append(_bounded(resource.RLIMIT_DATA, limits.memory_bytes, limits.memory_bytes))
     return chosen
 
 
@@ -406,14 +431,14 @@ def _tasks_of(uid: int) -> int:
     return count
 
 
-def _child_setup(rlimits: list[tuple[int, int, int]], cgroup_procs: str | None,
+def _child_setup(rlimits: list[tuple[int, int, int]], cgroup_procs: Sequence[str],
                  uid: int | None) -> Callable[[], None]:
-    """What the child does between fork and exec. Order matters: joining the cgroup needs the
+    """What the child does between fork and exec. Order matters: joining the cgroups needs the
     grader's privileges, RLIMIT_NPROC must be set before setuid (which checks it), and the
     uid goes last. Only plain os calls here: the grader may have other threads."""
     def setup() -> None:
-        if cgroup_procs is not None:
-            fd = os.open(cgroup_procs, os.O_WRONLY)
+        for procs in cgroup_procs:
+            fd = os.open(procs, os.O_WRONLY)
             try:
                 os.write(fd, b"0")
             finally:
@@ -652,9 +677,131 @@ class _RunCgroup:
         return oom
 
 
+# --------------------------------------------------------------------------- cgroup v1 memory
+
+def locate_memory_v1(mountinfo: str, proc_cgroup: str) -> tuple[Path | None, str]:
+    """The folder of this process's cgroup v1 memory cgroup (machines that keep the memory
+    controller in cgroup v1), or None and why there is none."""
+    path = None
+    for line in proc_cgroup.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3 and "memory" in parts[1].split(","):
+            path = parts[2]
+    if path is None:
+        return None, "/proc/self/cgroup has no cgroup v1 memory entry"
+    for line in mountinfo.splitlines():
+        left, sep, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if sep and len(fields) >= 5 and len(tail) >= 3 and tail[0] == "cgroup" and "memory" in tail[2].split(","):
+            root, mount_point = _unescape_mountinfo(fields[3]), _unescape_mountinfo(fields[4])
+            if path == root or path.startswith(root.rstrip("/") + "/"):
+                return Path(mount_point) / path[len(root):].lstrip("/"), ""
+    return None, f"no cgroup v1 memory hierarchy is mounted that shows this process's memory cgroup {path}"
+
+
+def _prepare_memory_v1(mountinfo: str | None = None, proc_cgroup: str | None = None) -> tuple[Path | None, str]:
+    """Where runs get cgroup v1 memory cgroups of their own, or None and why not."""
+    try:
+        mountinfo = Path("/proc/self/mountinfo").read_text() if mountinfo is None else mountinfo
+        proc_cgroup = Path("/proc/self/cgroup").read_text() if proc_cgroup is None else proc_cgroup
+    except OSError as err:
+        return None, f"could not read /proc/self: {err.strerror}"
+    folder, why = locate_memory_v1(mountinfo, proc_cgroup)
+    if folder is None:
+        return None, why
+    probe = folder / f"cudalab-probe-{secrets.token_hex(4)}"
+    try:
+        probe.mkdir()
+        try:
+            _write(probe / "memory.limit_in_bytes", str(64 * 1024 * 1024))
+        finally:
+            probe.rmdir()
+    except OSError as err:
+        return None, (f"could not make a cgroup v1 memory cgroup with a limit in {folder} ({err.strerror}): "
+                      "run the grader as root or in a memory cgroup delegated to its user")
+    return folder, ""
+
+
+class _RunMemoryV1(_RunCgroup):
+    """One run's cgroup v1 memory cgroup: its limit (swap included where the kernel accounts
+    it), its kill switch, and the OOM record read at the end."""
+
+    def __init__(self, parent: Path, memory_bytes: int):
+        self.path = parent / f"cudalab-run-{secrets.token_hex(6)}"
+        try:
+            self.path.mkdir()
+            _write(self.path / "memory.limit_in_bytes", str(memory_bytes))
+            if (self.path / "memory.memsw.limit_in_bytes").exists():  # no swap beyond the limit
+                _write(self.path / "memory.memsw.limit_in_bytes", str(memory_bytes))
+        except OSError as err:
+            self._remove()
+            raise GraderError(f"Could not set up the cgroup v1 memory cgroup {self.path} for a sandboxed "
+                              f"run: {err.strerror}.") from None
+
+    def _populated(self) -> bool:
+        try:
+            return bool((self.path / "cgroup.procs").read_text().split())
+        except OSError:
+            return False
+
+    def oom_killed(self) -> bool:
+        try:
+            for line in (self.path / "memory.oom_control").read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value) > 0
+            return int((self.path / "memory.failcnt").read_text()) > 0  # kernels before 4.13
+        except (OSError, ValueError):
+            return False
+
+
+# --------------------------------------------------------------------------- the run folder
+
+def _probe_run_tmpfs() -> str:
+    """'' when this process can give each run folder a tmpfs of its own, else why not."""
+    folder = Path(tempfile.mkdtemp(prefix="cudalab-tmpfs-probe-"))
+    try:
+        trees.mount_tmpfs(folder, 1024 * 1024, 16)
+        return ""
+    except OSError as err:
+        return (f"could not mount a tmpfs for a run folder ({os.strerror(err.errno) if err.errno else err}): "
+                "that needs the grader to run as root")
+    finally:
+        trees.remove_tree(folder)
+
+
+def _cap_folder(folder: Path, limits: Limits) -> None:
+    """Give the run folder a tmpfs of its own, of the run's size and file count, unless it
+    has one already (the steps of one build share their folder)."""
+    if limits.folder_bytes is None or trees.is_run_tmpfs(folder):
+        return
+    try:
+        trees.mount_tmpfs(folder, limits.folder_bytes, limits.folder_files or limits.folder_bytes // 4096)
+    except OSError as err:
+        raise GraderError(f"Could not mount a tmpfs on the run folder {folder}: {err}.") from None
+
+
+_FOLDER_SLACK_BYTES = 1024 * 1024  # less free than this: the program filled its folder
+_FOLDER_SLACK_FILES = 8
+
+
+def _folder_cap_reached(folder: Path, limits: Limits) -> str | None:
+    """The run folder's cap in words when the run left it (nearly) full, else None."""
+    if limits.folder_bytes is None or not trees.is_run_tmpfs(folder):
+        return None
+    try:
+        room = os.statvfs(folder)
+    except OSError:
+        return None
+    if room.f_bavail * room.f_frsize >= _FOLDER_SLACK_BYTES and room.f_favail >= _FOLDER_SLACK_FILES:
+        return None
+    files = f" and {limits.folder_files} files and folders" if limits.folder_files else ""
+    return f"{format_bytes(limits.folder_bytes)}{files}"
+
+
 # --------------------------------------------------------------------------- the sandbox
 
-def _system_view() -> list[str]:
+def _system_view(tmp_bytes: int | None = None) -> list[str]:
     """A read-only view of what programs and compilers need, and nothing else from /etc or
     /home. /usr/local/nvidia and /usr/local/cuda come along with /usr."""
     view = ["--ro-bind", "/usr", "/usr"]
@@ -665,7 +812,10 @@ def _system_view() -> list[str]:
             view += ["--ro-bind", entry, entry]
     view += ["--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache",
              "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",  # cc, c++ and friends
-             "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+             "--proc", "/proc", "--dev", "/dev"]
+    if tmp_bytes is not None:
+        view += ["--size", str(tmp_bytes)]  # a /tmp that cannot take the machine's memory
+    view += ["--tmpfs", "/tmp"]
     return view
 
 
@@ -774,7 +924,7 @@ def _staged_copy(host: Path) -> Path:
         try:
             hashes = safe_files.copy_tree(source, target)
         except safe_files.NotPlainError as err:
-            shutil.rmtree(place, ignore_errors=True)
+            trees.remove_tree(place)
             raise GraderError(f"Cannot show {host} in the sandbox through a copy: {err.why}; the grader copies "
                               "only plain files and folders.") from None
         _check_staged(host, target, hashes)
@@ -868,13 +1018,13 @@ def _find_bwrap(config: Config) -> tuple[str | None, str]:
     return None, f"bubblewrap not found: {_INSTALL_HINT}"
 
 
-def _probe_bwrap(bwrap: str, options: Sequence[str], uid: int | None) -> str:
+def _probe_bwrap(bwrap: str, options: Sequence[str], uid: int | None, tmp_bytes: int | None = None) -> str:
     """Run /usr/bin/true under the full option set; '' if it worked, else bubblewrap's words."""
-    argv = [bwrap, *options, *_system_view(), "--remount-ro", "/", "--", _PROBE_PROGRAM]
+    argv = [bwrap, *options, *_system_view(tmp_bytes), "--remount-ro", "/", "--", _PROBE_PROGRAM]
     try:
         done = subprocess.run(argv, capture_output=True, timeout=_PROBE_TIMEOUT_S, check=False,
                               env={"PATH": "/usr/bin:/bin"}, cwd="/",
-                              preexec_fn=_child_setup([], None, uid))
+                              preexec_fn=_child_setup([], (), uid))
     except subprocess.TimeoutExpired:
         return f"{bwrap} did not finish within {_PROBE_TIMEOUT_S:g} s"
     except (OSError, subprocess.SubprocessError) as err:
@@ -893,6 +1043,7 @@ class _Bubblewrap:
     options: tuple[str, ...]
     uid: int | None       # the uid it runs as; None: the grader's own
     missing: tuple[str, ...]  # what the better set-ups it tried first could not do, and why
+    sized_tmp: bool = True    # it takes --size for the private /tmp (bubblewrap 0.7 and later)
 
 
 def _choose_bubblewrap(config: Config) -> tuple[_Bubblewrap | None, str]:
@@ -923,7 +1074,11 @@ def _choose_bubblewrap(config: Config) -> tuple[_Bubblewrap | None, str]:
                 said = next((f for u, nested, f in failures if u == uid and nested), "")
                 missing.append("the program may create user namespaces of its own: bubblewrap "
                                f"refused --disable-userns ({said})")
-            return _Bubblewrap(program, _BWRAP_BASE + extra, uid, tuple(missing)), ""
+            sized = not _probe_bwrap(program, _BWRAP_BASE + extra, uid, tmp_bytes=1024 * 1024)
+            if not sized:
+                missing.append("the private /tmp has no size limit: this bubblewrap does not take "
+                               "--size (it came in bubblewrap 0.7)")
+            return _Bubblewrap(program, _BWRAP_BASE + extra, uid, tuple(missing), sized), ""
     return None, (f"bubblewrap at {program} cannot create a sandbox here ("
                   + "; ".join(f for _, _, f in failures) + "); runs go unsandboxed")
 
@@ -932,10 +1087,14 @@ _ENVIRONMENT_SENTENCE = ("scrubbed environment: only PATH, HOME, TMPDIR, LANG, L
                          "CUDA_VISIBLE_DEVICES, LD_LIBRARY_PATH and the caller's variables")
 _CGROUP_SENTENCE = "cgroup v2 per run"        # isolation_for() puts the numbers in
 _NPROC_SENTENCE = "RLIMIT_NPROC per run"
+_MEMORY_V1_SENTENCE = "cgroup v1 memory per run"
+_DATA_SENTENCE = "RLIMIT_DATA per process of a run without the GPU (compiles, the checker)"
+_FOLDER_SENTENCE = "run folder capped"
 
 
-def _describe_isolation(bubblewrap: _Bubblewrap | None, not_sandboxed: str,
-                        cgroups: _Cgroups) -> Isolation:
+def _describe_isolation(bubblewrap: _Bubblewrap | None, not_sandboxed: str, cgroups: _Cgroups,
+                        memory_v1: Path | None = None, memory_v1_reason: str = "",
+                        tmpfs_reason: str = "") -> Isolation:
     as_root = os.geteuid() == 0
     if bubblewrap is None:
         child_is_root = as_root
@@ -970,8 +1129,19 @@ def _describe_isolation(bubblewrap: _Bubblewrap | None, not_sandboxed: str,
     if cgroups.parent is not None:
         in_force.append(f"{_CGROUP_SENTENCE}: {' and '.join(cgroups.controllers)} limits, "
                         "every process killed at the end")
-    if "memory" not in cgroups.controllers:
-        missing.append(f"no memory limit: cgroup v2 is not usable for it here ({cgroups.reason})")
+    memory_limited = "memory" in cgroups.controllers or memory_v1 is not None
+    if memory_v1 is not None:
+        in_force.append(f"{_MEMORY_V1_SENTENCE} (no cgroup v2 memory controller here: {cgroups.reason})")
+    elif not memory_limited:
+        missing.append("no memory limit on a run that uses the GPU, so grades here are not official: "
+                       f"cgroup v2 is not usable for it here ({cgroups.reason}), nor cgroup v1 "
+                       f"({memory_v1_reason}); RLIMIT_DATA limits only runs without the GPU")
+    in_force.append(_DATA_SENTENCE)
+    if tmpfs_reason:
+        missing.append("the run's folder has no size or file-count limit (only each file's, "
+                       f"RLIMIT_FSIZE): {tmpfs_reason}")
+    else:
+        in_force.append(_FOLDER_SENTENCE)
     if "pids" not in cgroups.controllers:
         if child_is_root:
             missing.append("no process-count limit: RLIMIT_NPROC does not bind root, and cgroup "
@@ -982,7 +1152,12 @@ def _describe_isolation(bubblewrap: _Bubblewrap | None, not_sandboxed: str,
     return Isolation(kind="none" if bubblewrap is None else "bubblewrap",
                      uid=None if bubblewrap is None else bubblewrap.uid,
                      cgroup=cgroups.parent is not None, in_force=tuple(in_force),
-                     missing=tuple(missing))
+                     missing=tuple(missing), memory_limited=memory_limited)
+
+
+def _close_all(cgroups: list[_RunCgroup]) -> bool:
+    """Close every cgroup of a run; True if an OOM killer struck in any of them."""
+    return any([cgroup.close() for cgroup in cgroups])
 
 
 _detected: dict[tuple, "Sandbox"] = {}
@@ -993,10 +1168,13 @@ class Sandbox:
     """Runs untrusted processes. Get one with `Sandbox.detect(config)`, which probes the
     machine once per process; `isolation` says what its runs get."""
 
-    def __init__(self, bubblewrap: _Bubblewrap | None, cgroups: _Cgroups, isolation: Isolation):
+    def __init__(self, bubblewrap: _Bubblewrap | None, cgroups: _Cgroups, isolation: Isolation,
+                 memory_v1: Path | None = None, folders_capped: bool = False):
         self.isolation = isolation
         self._bubblewrap = bubblewrap
         self._cgroups = cgroups
+        self._memory_v1 = memory_v1          # where runs get cgroup v1 memory cgroups, if they do
+        self._folders_capped = folders_capped  # each run folder gets a tmpfs of its own
 
     @classmethod
     def detect(cls, config: Config) -> "Sandbox":
@@ -1004,9 +1182,13 @@ class Sandbox:
         with _detect_lock:
             if key not in _detected:
                 cgroups = _prepare_cgroup2()
+                memory_v1, memory_v1_reason = (None, "") if "memory" in cgroups.controllers else _prepare_memory_v1()
+                tmpfs_reason = _probe_run_tmpfs()
                 bubblewrap, not_sandboxed = _choose_bubblewrap(config)
                 _detected[key] = cls(bubblewrap, cgroups,
-                                     _describe_isolation(bubblewrap, not_sandboxed, cgroups))
+                                     _describe_isolation(bubblewrap, not_sandboxed, cgroups, memory_v1,
+                                                         memory_v1_reason, tmpfs_reason),
+                                     memory_v1, folders_capped=not tmpfs_reason)
             return _detected[key]
 
     # ----------------------------------------------------------------------- one run
@@ -1021,8 +1203,20 @@ class Sandbox:
             return None
         return _tasks_of(self._child_uid()) + limits.pids
 
-    def _run_cgroup(self, limits: Limits) -> _RunCgroup | None:
-        return _RunCgroup(self._cgroups, limits) if self._cgroups.parent is not None else None
+    def _run_cgroups(self, limits: Limits) -> list[_RunCgroup]:
+        """The run's own cgroups: cgroup v2 where usable, and a cgroup v1 memory one where
+        the memory controller is there instead."""
+        made: list[_RunCgroup] = []
+        try:
+            if self._cgroups.parent is not None:
+                made.append(_RunCgroup(self._cgroups, limits))
+            if self._memory_v1 is not None and limits.memory_bytes is not None:
+                made.append(_RunMemoryV1(self._memory_v1, limits.memory_bytes))
+        except GraderError:
+            for cgroup in made:
+                cgroup.close()
+            raise
+        return made
 
     def isolation_for(self, limits: Limits) -> Isolation:
         """`isolation` with the limits of one run in numbers."""
@@ -1038,6 +1232,17 @@ class Sandbox:
                 return f"cgroup v2: {', '.join(parts)}"
             if sentence.startswith(_NPROC_SENTENCE):
                 return f"RLIMIT_NPROC {limits.pids}" + sentence[len(_NPROC_SENTENCE):]
+            if sentence.startswith(_MEMORY_V1_SENTENCE):
+                limit = "no limit" if limits.memory_bytes is None else format_bytes(limits.memory_bytes)
+                return f"cgroup v1: memory.limit_in_bytes {limit}, no swap" + sentence[len(_MEMORY_V1_SENTENCE):]
+            if sentence == _DATA_SENTENCE:
+                limit = "no limit" if limits.memory_bytes is None else format_bytes(limits.memory_bytes)
+                return f"RLIMIT_DATA {limit} per process of a run without the GPU (compiles, the checker)"
+            if sentence == _FOLDER_SENTENCE:
+                if limits.folder_bytes is None:
+                    return "the folder is not capped (a compile's, or run_folder_bytes 0)"
+                return (f"run folder: a tmpfs of its own of {format_bytes(limits.folder_bytes)} and "
+                        f"{limits.folder_files} files and folders")
             return sentence
         return dataclasses.replace(self.isolation,
                                    in_force=tuple(map(with_numbers, self.isolation.in_force)))
@@ -1060,7 +1265,9 @@ class Sandbox:
         over each, on a mount without devices; without bubblewrap nothing is hidden.
 
         The workdir's files are the program's: read them afterwards without following links
-        (or inside another sandbox), since it may have replaced any of them."""
+        (or inside another sandbox), since it may have replaced any of them. Where the grader
+        may mount, the workdir becomes a tmpfs of the limits' size and file count (its
+        contents kept): remove it with trees.remove_tree, which unmounts it."""
         argv = [str(a) for a in argv]
         if not argv:
             raise ValueError("Sandbox.run needs a program to run; argv is empty.")
@@ -1077,12 +1284,17 @@ class Sandbox:
             if not bind.host.exists():
                 raise GraderError(f"Cannot bind {bind.host} into the sandbox at {bind.inside}: "
                                   "it does not exist.")
+        if self._folders_capped:
+            _cap_folder(workdir.host, limits)
         isolation = self.isolation_for(limits)
         talk = {"pass_fds": tuple(pass_fds), "during": during, "started": started, "toolchain": tuple(toolchain),
-                "hide": tuple(Path(p) for p in hide)}
+                "hide": tuple(Path(p) for p in hide), "gpu": gpu}
         if self._bubblewrap is None:
-            return self._run_unsandboxed(argv, workdir, every_bind, limits, env, isolation, talk)
-        return self._run_in_bubblewrap(argv, workdir, every_bind, limits, gpu, env, isolation, talk)
+            result = self._run_unsandboxed(argv, workdir, every_bind, limits, env, isolation, talk)
+        else:
+            result = self._run_in_bubblewrap(argv, workdir, every_bind, limits, gpu, env, isolation, talk)
+        result.folder_full = _folder_cap_reached(workdir.host, limits)
+        return result
 
     def _inside_env(self, workdir: Bind, env: dict[str, str] | None) -> dict[str, str]:
         inside = {"PATH": DEFAULT_INSIDE_PATH, "HOME": workdir.inside, "TMPDIR": "/tmp",
@@ -1108,7 +1320,8 @@ class Sandbox:
             for bind in every_bind:
                 if bind.writable:
                     _chown_tree(bind.host, uid)
-        command = [self._bubblewrap.program, *self._bubblewrap.options, *_system_view()]
+        tmp_bytes = limits.tmp_bytes if self._bubblewrap.sized_tmp else None
+        command = [self._bubblewrap.program, *self._bubblewrap.options, *_system_view(tmp_bytes)]
         for root in talk["toolchain"]:
             command += ["--ro-bind", str(root), str(root)]
         if gpu:
@@ -1126,7 +1339,7 @@ class Sandbox:
             inside_env["PATH"] = ":".join(tool_bins + [inside_env["PATH"]])
         for key, value in inside_env.items():
             command += ["--setenv", key, value]
-        cgroup = self._run_cgroup(limits)
+        cgroups = self._run_cgroups(limits)
         # bubblewrap says on this pipe the host pid of the namespace's init, and the program's
         # exit code, which tells "the program exited 1" from "bubblewrap failed".
         status_read, status_write = os.pipe()
@@ -1137,7 +1350,7 @@ class Sandbox:
         status.start()
 
         def stop() -> None:
-            if cgroup is not None:
+            for cgroup in cgroups:
                 cgroup.kill()
             # Killing the namespace's init makes the kernel kill and reap every process in it
             # before bubblewrap sees init end, so nothing outlives the run.
@@ -1152,8 +1365,8 @@ class Sandbox:
             done = _supervise(command, timeout_s=limits.timeout_s,
                               output_cap_bytes=limits.output_cap_bytes, cwd="/",
                               env={"PATH": "/usr/bin:/bin"},
-                              preexec_fn=_child_setup(_rlimits(limits, self._nproc(limits)),
-                                                      cgroup.procs_file if cgroup else None, uid),
+                              preexec_fn=_child_setup(_rlimits(limits, self._nproc(limits), gpu),
+                                                      [c.procs_file for c in cgroups], uid),
                               pass_fds=(status_write, *talk["pass_fds"]), on_timeout=stop,
                               during=talk["during"], started=talk["started"])
         except (OSError, subprocess.SubprocessError) as err:
@@ -1161,7 +1374,7 @@ class Sandbox:
                               f"{argv[0]}: {err}. Check CUDALAB_BWRAP, and that the grader may "
                               "join its cgroup and switch user.") from None
         finally:
-            oom_killed = cgroup.close() if cgroup is not None else False
+            oom_killed = _close_all(cgroups)
         status.join(timeout=_PIPE_GRACE_S)
         exit_code = _status_value(bytes(status.kept), "exit-code")
 
@@ -1203,16 +1416,19 @@ class Sandbox:
         host_env = scrubbed_env(workdir.host)
         host_env.update({key: to_host(value) for key, value in (env or {}).items()})
         host_argv = [to_host(a) for a in argv]
-        cgroup = self._run_cgroup(limits)
+        cgroups = self._run_cgroups(limits)
+
+        def kill_cgroups() -> None:
+            for cgroup in cgroups:
+                cgroup.kill()
         start = time.perf_counter()
         try:
             done = _supervise(host_argv, timeout_s=limits.timeout_s,
                               output_cap_bytes=limits.output_cap_bytes, cwd=workdir.host,
                               env=host_env,
-                              preexec_fn=_child_setup(_rlimits(limits, self._nproc(limits)),
-                                                      cgroup.procs_file if cgroup else None,
-                                                      None),
-                              on_timeout=cgroup.kill if cgroup else None,
+                              preexec_fn=_child_setup(_rlimits(limits, self._nproc(limits), talk["gpu"]),
+                                                      [c.procs_file for c in cgroups], None),
+                              on_timeout=kill_cgroups if cgroups else None,
                               pass_fds=talk["pass_fds"], during=talk["during"], started=talk["started"])
         except OSError as err:
             return ProcessResult(argv, 127, False, time.perf_counter() - start, limits.timeout_s,
@@ -1222,7 +1438,7 @@ class Sandbox:
             raise GraderError(f"Could not prepare {host_argv[0]} to run (joining its cgroup or "
                               f"setting its limits failed: {err}).") from None
         finally:
-            oom_killed = cgroup.close() if cgroup is not None else False
+            oom_killed = _close_all(cgroups)
         return ProcessResult(argv, done.returncode, done.timed_out, done.wall_s, limits.timeout_s,
                              done.stdout, done.stderr, isolation.describe(), oom_killed,
                              limits.memory_bytes)

@@ -77,6 +77,7 @@ from .errors import CudalabError, UsageError
 from .executor import Executor
 from .runner import fresh_dir
 from .sandbox import scratch_root
+from .trees import remove_tree
 
 SLURM_DIR = ".slurm"
 LEDGER_FILE = "submissions.json"
@@ -392,7 +393,7 @@ def build_task(tasks: Tasks, index: int, started: float) -> int:
     spec = labs.load_lab(config, tasks.lab)
     store = batch.Store(tasks.out)
     pending, handin_folder = batch.begin_job(config, spec, job, scratch_root(config), tasks.allow_unisolated)
-    shutil.rmtree(handin_folder, ignore_errors=True)  # the build staged what it needs
+    remove_tree(handin_folder)  # the build staged what it needs
     if pending.error is not None or pending.binary is None:
         result = grade.finish(pending, attachments_to=store.student_dir(job.student))
         _stamp(result, tasks, "build", _step_info(tasks, "build", index, started, tasks.submitted_at))
@@ -471,7 +472,7 @@ def gpu_task(tasks: Tasks, index: int, started: float) -> int:
     _stamp(result, tasks, "gpu", _step_info(tasks, "gpu", index, started, float(state["built_at"])))
     store.commit(job, result)
     path.unlink(missing_ok=True)
-    shutil.rmtree(state["tmp"], ignore_errors=True)
+    remove_tree(state["tmp"])
     print(f"task {index} ({job.key}): {result['status']}, committed", flush=True)
     return 0
 
@@ -624,7 +625,7 @@ class SlurmExecutor(Executor):
         except CudalabError:
             self.slurm.cancel(submission.jobs())  # held: nothing of it ran
             ledger.remove(submission)
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_tree(folder)
             raise
         self._release(ledger, submission)
         reporter.phase(f"submitted: build array {submission.build_job}, GPU array {submission.gpu_job} "
@@ -642,7 +643,7 @@ class SlurmExecutor(Executor):
             (folder / part).mkdir(parents=True, exist_ok=True)
         config = dataclasses.replace(self.config, work_dir=folder / "work", gpu_device="")
         if scratch_root(config) != config.temp_dir:
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_tree(folder)
             raise UsageError(f"The sandbox user (uid {config.sandbox_uid}) cannot reach {plan.store.out}, where "
                              "the Slurm tasks build and run the hand-ins (a hand-in's build and GPU tasks may "
                              "run on different nodes, so its files must be in the shared results folder). "
@@ -739,7 +740,7 @@ class SlurmExecutor(Executor):
             return
         self.slurm.cancel(submission.jobs())
         ledger.remove(submission)
-        shutil.rmtree(ledger.submission_folder(submission.token), ignore_errors=True)
+        remove_tree(ledger.submission_folder(submission.token))
 
     # -- following -------------------------------------------------------------------------
     def _follow(self, plan, reporter, watches: list[Watch]) -> None:
@@ -901,11 +902,11 @@ class SlurmExecutor(Executor):
                     if log.name not in kept:
                         log.unlink()
             elif path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
+                remove_tree(path)
             else:
                 path.unlink()
         if not any((folder / "logs").glob("*")):
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_tree(folder)
 
 
 def _failures(store, submission: Submission) -> list[dict]:

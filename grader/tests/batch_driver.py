@@ -1,8 +1,9 @@
 """Runs `cudalab batch` in a process of its own on the toy lab, as the tests' SIGKILL cases
 need: the submission 'build' is the tests' fake one (fake_program.py), whose behaviour the
 hand-in's toy.cu gives as a Python dict literal on its first line (`// {'sample_ms': 1.0}`;
-the build itself also takes 'compile_error', 'build_sleep_s', and 'kill_build', which kills
-the process that builds, as a node's OOM killer would).
+the build itself also takes 'compile_error', 'build_sleep_s', 'kill_build', which kills
+the process that builds, as a node's OOM killer would, and 'grader_bug', which makes the
+grader's own grade.finish raise for that hand-in).
 
     python batch_driver.py ROOT WORK_DIR -- batch toy HANDINS --out OUT ...
 
@@ -23,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cudalab import build, cli, slurm  # noqa: E402
+from cudalab import build, cli, grade, slurm  # noqa: E402
 from conftest import write_fake  # noqa: E402
 
 
@@ -38,8 +39,21 @@ def fake_build(config, spec, folder, work):
         from cudalab.errors import CompileError
         raise CompileError("toy.cu did not compile against the official toy harness.",
                            ["toy.cu:1: error: expected ';'"])
+    behaviour.pop("grader_bug", None)  # for finish_failing_on_request
     binary = write_fake(work / "build" / "toy_submission", name="toy_submission", **behaviour)
     return build.SubmissionBuild(binary, staged, "")
+
+
+real_finish = grade.finish
+
+
+def finish_failing_on_request(pending, *args, **kwargs):
+    """grade.finish, except for a hand-in whose behaviour has 'grader_bug': there the grader
+    fails the way a bug of its own would, outside what a grade catches."""
+    source = pending.tmp / "submission" / "src" / "toy.cu" if pending.tmp is not None else None
+    if source is not None and source.is_file() and "grader_bug" in source.read_text():
+        raise RuntimeError("a bug of the grader's own, raised on request")
+    return real_finish(pending, *args, **kwargs)
 
 
 if __name__ == "__main__":
@@ -48,6 +62,7 @@ if __name__ == "__main__":
                       CUDALAB_TIMING_ROUNDS="2", CUDALAB_TIMING_TARGET_S="0.1", CUDALAB_SAMPLES_MIN="10",
                       CUDALAB_TIMING_WARMUP="1", CUDALAB_PROCESS_TIMEOUT_S="20", CUDALAB_GPU_IDLE_WAIT_S="0")
     build.build_submission = fake_build
+    grade.finish = finish_failing_on_request
     slurm.WORKER = [sys.executable, str(Path(__file__).resolve()), root, work, "--slurm-task"]
     if sys.argv[3] == "--slurm-task":
         sys.exit(slurm.task_main(sys.argv[4:]))

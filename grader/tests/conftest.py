@@ -3,13 +3,12 @@ reach, and the skip rules for the `gpu` and `needs_build` markers."""
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from cudalab import sdk
+from cudalab import sdk, trees
 from cudalab.config import Config, cuda_device_present
 
 TESTS = Path(__file__).resolve().parent
@@ -94,7 +93,7 @@ def tmp_path() -> Path:
     folder = Path(tempfile.mkdtemp(prefix="cudalab-test-", dir="/tmp" if os.geteuid() == 0 else None))
     folder.chmod(0o755)
     yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+    trees.remove_tree(folder)  # also unmounts the run folders' tmpfs mounts in it
 
 
 def write_fake(path: Path, **behaviour) -> Path:

@@ -253,6 +253,12 @@ def implementation(argv):
         os.symlink(B["dump_link"], a.dump)
         write_json(a.json, run)
         return 0
+    if B.get("deep_tree"):  # leaves its folder hard to remove: a tree deeper than Python's recursion limit
+        top = os.open(".", os.O_RDONLY)
+        for _ in range(B["deep_tree"]):
+            os.mkdir("d")
+            os.chdir("d")
+        os.fchdir(top)
     if a.dump:
         Path(a.dump).mkdir(parents=True, exist_ok=True)
         if B.get("dump_inner_link"):  # hostile: a link one level down in its dump

@@ -237,3 +237,34 @@ def test_student_ids_are_data_never_paths(toy_config, tmp_path):
     jobs, skipped = batch.discover(toy_config, labs.load_lab(toy_config, "toy"), folder)
     assert [job.student for job in jobs] == ["a b;rm -rf"]  # '..zip' is hidden (a dot file): not a hand-in
     assert "/" not in jobs[0].key and " " not in jobs[0].key and ";" not in jobs[0].key
+
+
+def test_one_hand_in_the_grader_fails_on_never_stops_the_batch(toy_config, tmp_path):
+    """Proves: a hand-in whose run leaves a tree 4000 levels deep (which made cleanup raise
+    RecursionError and abort the whole batch) is graded, and one the grader itself fails on
+    while grading gets an error row (status error, a zero, the reason, not the student's
+    fault) while the others are graded; the batch writes every output, exits 24 (not every
+    hand-in was graded), and its next run grades only that hand-in again."""
+    folder = tmp_path / "handins"
+    folder.mkdir()
+    write_handin(folder, "alice", "folder", {"sample_ms": 1.0})
+    write_handin(folder, "mallory", "folder", {"sample_ms": 1.0, "deep_tree": 4000})
+    write_handin(folder, "trent", "tar.gz", {"sample_ms": 1.0, "grader_bug": True})
+    write_handin(folder, "grace", "zip", {"sample_ms": 1.0})
+    out = tmp_path / "out"
+    code, _, stderr = run_batch(toy_config, folder, out)
+    assert code == 24, stderr
+    found = records(out)
+    assert set(found) == {"alice", "mallory", "trent", "grace"}, stderr
+    assert {s: r["result"]["status"] for s, r in found.items()} == {
+        "alice": "graded", "mallory": "graded", "trent": "error", "grace": "graded"}
+    failed = found["trent"]["result"]
+    assert failed["score"]["total"] == 0 and failed["score"]["total_max"] == 100
+    assert failed["message"].startswith("The grader failed while grading this hand-in (RuntimeError: a bug of "
+                                        "the grader's own, raised on request). This is not the student's fault")
+    assert failed[batch.GRADER_FAILURE] == {"stage": "grading", "error": "RuntimeError",
+                                            "message": "a bug of the grader's own, raised on request"}
+    assert set(gradebook(out)) == {"alice", "mallory", "trent", "grace"}
+    assert "3 of 4 hand-ins graded" in stderr
+    again, _, stderr = run_batch(toy_config, folder, out)
+    assert again == 24 and "4 hand-ins, 3 graded before, 1 to grade now" in stderr

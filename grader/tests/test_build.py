@@ -2,6 +2,7 @@
 and real submission builds in the sandbox (symbol check, hostile names, no reference)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import build, cli, labs
+from cudalab import build, cli, grade, labs
+from cudalab.config import MIB
 from cudalab.errors import CompileError, GraderError, SubmissionError
 
 TESTS = Path(__file__).parent
@@ -164,6 +166,66 @@ def test_overridden_build_dir_is_configured_there(toy_config, spec, fake_cmake, 
 def test_submission_build_needs_the_sdk(toy_config, spec, toy_submission, tmp_path):
     with pytest.raises(GraderError, match="has no SDK for toy"):
         build.build_submission(toy_config, spec, toy_submission, tmp_path / "work")
+
+
+# --- a compile stopped by its limits (fake compilers in the real sandbox) -----------------------
+
+def sdk_compiling_with(tmp_path: Path, compile_command: str) -> Path:
+    """An SDK whose recorded compile command is `compile_command` (a fake compiler)."""
+    sdk = tmp_path / "limited-sdk"
+    sdk.mkdir()
+    sdk.chmod(0o755)
+    (sdk / "build.json").write_text(json.dumps({"compile": compile_command, "object": "CMakeFiles/toy.dir/toy.cu.o",
+                                                "link": "true CMakeFiles/toy.dir/toy.cu.o", "binary": "toy_submission"}))
+    return sdk
+
+
+def grade_with_compiler(config, submission: Path, monkeypatch, tmp_path: Path, compile_command: str) -> dict:
+    monkeypatch.setattr(build, "_sdk", lambda config, spec: sdk_compiling_with(tmp_path, compile_command))
+    return grade.finish(grade.begin(config, "toy", submission, allow_unisolated=True))
+
+
+def test_a_compile_past_its_time_limit_is_the_submissions_zero(toy_config, toy_submission, tmp_path, monkeypatch):
+    """Proves: a compile that runs past its time limit is the submission's failure (status
+    compile_error, a zero, a sentence naming the limit), not a grader error."""
+    config = dataclasses.replace(toy_config, build_timeout_s=1.0)
+    result = grade_with_compiler(config, toy_submission, monkeypatch, tmp_path, "sleep 30")
+    assert result["status"] == "compile_error", result["message"]
+    assert result["score"]["total"] == 0 and result["score"]["total_max"] == 100
+    assert result["message"].startswith("toy.cu did not compile: the compile ran past its 1 s limit and was "
+                                        "stopped.")
+    assert result["build"]["status"] == "compile_error"
+
+
+ALLOCATING_COMPILER = ("/usr/bin/python3 -c 'import sys\ntry:\n    block = bytearray(1 << 30)\nexcept MemoryError:\n"
+                       "    sys.exit(\"cc1plus: out of memory allocating 1073741824 bytes\")'")
+
+
+def test_a_compile_that_runs_out_of_memory_is_the_submissions_zero(toy_config, toy_submission, tmp_path,
+                                                                    monkeypatch):
+    """Proves: a compiler that grows past the build's memory limit is stopped (by RLIMIT_DATA
+    even where no cgroup exists) and that is the submission's failure, told in a sentence
+    that names the limit, not a grader error."""
+    config = dataclasses.replace(toy_config, build_memory_bytes=256 * MIB)
+    result = grade_with_compiler(config, toy_submission, monkeypatch, tmp_path, ALLOCATING_COMPILER)
+    assert result["status"] == "compile_error", result["message"]
+    assert result["score"]["total"] == 0
+    assert result["message"].startswith("toy.cu did not compile: the compile ran out of memory (its limit is "
+                                        "256 MiB) and was stopped.")
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/local/cuda/bin/nvcc"), reason="needs nvcc at /usr/local/cuda/bin")
+def test_a_compile_of_dev_zero_is_stopped_and_is_the_submissions_zero(toy_config, tmp_path, monkeypatch):
+    """Proves: the real nvcc on `#include "/dev/zero"` is stopped at the build's memory limit
+    (a second or two at 512 MiB) and the grade is the submission's zero, with the sentence."""
+    folder = tmp_path / "zero"
+    folder.mkdir()
+    (folder / "toy.cu").write_text('#include "/dev/zero"\n')
+    config = dataclasses.replace(toy_config, build_memory_bytes=512 * MIB)
+    result = grade_with_compiler(config, folder, monkeypatch, tmp_path,
+                                 f"/usr/local/cuda/bin/nvcc -c {build._SRC}/toy.cu -o CMakeFiles/toy.dir/toy.cu.o")
+    assert result["status"] == "compile_error", result["message"]
+    assert "the compile ran out of memory (its limit is 512 MiB)" in result["message"]
 
 
 def test_safe_names_keep_plain_names_and_tame_the_rest(tmp_path):

@@ -28,6 +28,7 @@ from cudalab.sandbox import (INSIDE_ROOT, Bind, Isolation, Limits, ProcessResult
                              build_limits, cgroup2_mounts, format_bytes, locate_cgroup2,
                              own_cgroup2_path, run_limits, run_process)
 import cudalab.sandbox as sandbox_module
+from cudalab import trees
 
 PYTHON = "/usr/bin/python3"   # inside the sandbox's view, unlike the venv's python
 AS_ROOT = os.geteuid() == 0
@@ -55,7 +56,7 @@ def space():
     folder = Path(tempfile.mkdtemp(prefix="cudalab-sandbox-test-", dir="/tmp" if AS_ROOT else None))
     folder.chmod(0o755)
     yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+    trees.remove_tree(folder)  # also unmounts the run folder's tmpfs
 
 
 @pytest.fixture
@@ -530,11 +531,14 @@ def test_limits_come_from_the_config():
     assert run == Limits(timeout_s=7.0, output_cap_bytes=config.output_cap_bytes,
                          memory_bytes=None, pids=config.run_pids,
                          file_size_bytes=config.file_size_limit_bytes,
-                         cpu_time_factor=config.cpu_time_factor)
+                         cpu_time_factor=config.cpu_time_factor,
+                         folder_bytes=config.run_folder_bytes, folder_files=config.run_folder_files,
+                         tmp_bytes=config.run_folder_bytes)
     assert run_limits(config).timeout_s == config.process_timeout_s
     build = build_limits(config)
     assert build.timeout_s == config.build_timeout_s and build.pids == 99
     assert build.memory_bytes == config.build_memory_bytes == 8 * GIB
+    assert build.folder_bytes is None and build.tmp_bytes == config.run_folder_bytes  # see build_limits
     assert load_config().run_memory_bytes == 16 * GIB
 
 
@@ -614,6 +618,138 @@ def test_cgroup_kill_ends_leftovers_on_time_out(workdir, limits):
     assert not list(SANDBOX._cgroups.parent.glob("cudalab-run-*"))
 
 
+@needs_bwrap
+@pytest.mark.skipif(SANDBOX._memory_v1 is None, reason="needs a cgroup v1 memory hierarchy the grader can use")
+def test_cgroup_v1_memory_limit_ends_a_gpu_run_and_says_so(workdir, limits):
+    """Proves: where the memory controller lives in cgroup v1 (this development machine), a run
+    with the GPU (no RLIMIT_DATA) is still killed at its memory limit, the result says so, and
+    the run's cgroup is removed afterwards."""
+    small = dataclasses.replace(limits, memory_bytes=64 * MIB)
+    before = set(SANDBOX._memory_v1.glob("cudalab-run-*"))  # a grader killed by another test leaves its own
+    result = SANDBOX.run([PYTHON, "-c", "block = bytearray(512 * 1024 * 1024)\nprint('survived')"],
+                         workdir=workdir, limits=small, gpu=True)
+    assert result.oom_killed and "survived" not in result.stdout
+    assert "used more than the memory limit of 64 MiB" in result.describe()
+    assert "cgroup v1: memory.limit_in_bytes 64 MiB, no swap" in result.isolation
+    assert set(SANDBOX._memory_v1.glob("cudalab-run-*")) <= before
+
+
+def without_memory_cgroups() -> Sandbox:
+    """This machine's sandbox as it would be on a machine with no memory cgroup at all."""
+    none = sandbox_module._Cgroups(None, (), "no cgroup here (test)")
+    isolation = sandbox_module._describe_isolation(SANDBOX._bubblewrap, "", none, None, "no cgroup v1 here (test)",
+                                                   "" if SANDBOX._folders_capped else "no tmpfs here (test)")
+    return Sandbox(SANDBOX._bubblewrap, none, isolation, None, SANDBOX._folders_capped)
+
+
+def test_a_machine_that_cannot_limit_memory_gives_no_official_grades():
+    """Proves: with neither a cgroup v2 nor a cgroup v1 memory controller, no run of a CUDA
+    program (RLIMIT_DATA cannot limit one) has a memory limit, so the isolation is not
+    official and says why in words."""
+    bubblewrap = sandbox_module._Bubblewrap("/usr/bin/bwrap", sandbox_module._BWRAP_BASE, 65534, ())
+    none = sandbox_module._Cgroups(None, (), "no cgroup2 file system is mounted")
+    isolation = sandbox_module._describe_isolation(bubblewrap, "", none, None, "no memory hierarchy (test)")
+    assert not isolation.memory_limited and not isolation.official
+    assert any(m.startswith("no memory limit on a run that uses the GPU, so grades here are not official")
+               and "no memory hierarchy (test)" in m for m in isolation.missing)
+    with_v1 = sandbox_module._describe_isolation(bubblewrap, "", none, Path("/sys/fs/cgroup/memory/x"))
+    assert with_v1.memory_limited and with_v1.official == (os.geteuid() == 0)
+
+
+def test_cgroup_v1_memory_is_found_in_mountinfo():
+    """Proves: the cgroup v1 memory cgroup is found on a hybrid machine (this development
+    machine's own text), and its absence is told in words."""
+    assert sandbox_module.locate_memory_v1(HYBRID_MOUNTINFO, HYBRID_CGROUP) == (
+        Path("/sys/fs/cgroup/memory/process_api/c3ff"), "")
+    folder, why = sandbox_module.locate_memory_v1(SYSTEMD_MOUNTINFO, SYSTEMD_CGROUP)
+    assert folder is None and "no cgroup v1 memory entry" in why
+
+
+ALLOCATE_1_GIB = """
+import sys
+try:
+    block = bytearray(1024 * 1024 * 1024)
+except MemoryError:
+    sys.exit("out of memory")
+print("survived")
+"""
+
+
+@needs_bwrap
+def test_without_cgroups_rlimit_data_stops_a_compiler_that_allocates(workdir, limits):
+    """Proves: on a machine with no memory cgroup, a run without the GPU (a compile, the
+    checker) is held to its memory limit per process by RLIMIT_DATA: a fake compiler that
+    allocates 1 GiB under a 256 MiB limit gets no memory and fails."""
+    bare = without_memory_cgroups()
+    small = dataclasses.replace(limits, memory_bytes=256 * MIB)
+    result = bare.run([PYTHON, "-c", ALLOCATE_1_GIB], workdir=workdir, limits=small)
+    assert result.exit_code != 0 and "survived" not in result.stdout
+    assert "out of memory" in result.stderr
+    assert "RLIMIT_DATA 256 MiB per process of a run without the GPU" in result.isolation
+
+
+@needs_bwrap
+@pytest.mark.skipif(not os.path.exists("/usr/local/cuda/bin/nvcc"), reason="needs nvcc at /usr/local/cuda/bin")
+def test_without_cgroups_a_compile_of_dev_zero_is_stopped(workdir, limits):
+    """Proves: `#include "/dev/zero"`, which grows a compiler until the host runs out of
+    memory, is stopped by RLIMIT_DATA where no cgroup exists (about a second at 512 MiB)."""
+    (workdir.host / "zero.cu").write_text('#include "/dev/zero"\n')
+    bare = without_memory_cgroups()
+    small = dataclasses.replace(build_limits(load_config()), memory_bytes=512 * MIB, timeout_s=60.0)
+    started = time.perf_counter()
+    result = bare.run(["/usr/local/cuda/bin/nvcc", "-c", "zero.cu", "-o", "zero.o"], workdir=workdir, limits=small)
+    assert result.exit_code != 0 and not result.timed_out
+    assert "out of memory" in result.stdout + result.stderr
+    assert time.perf_counter() - started < 30
+
+
+FILL_FOLDER = """
+import os, sys
+where = sys.argv[1]
+written = 0
+try:
+    with open(os.path.join(where, "big"), "wb") as out:
+        while written < 64 * 1024 * 1024:
+            out.write(b"x" * 65536)
+            written += 65536
+except OSError as err:
+    print("stopped", err.errno)
+"""
+MANY_FILES = """
+import os
+try:
+    for i in range(100000):
+        open(f"f{i}", "w").close()
+except OSError as err:
+    print("stopped", err.errno)
+"""
+
+
+@needs_bwrap
+@pytest.mark.skipif(not SANDBOX._folders_capped, reason="needs a grader that may mount a tmpfs (root)")
+def test_a_run_that_fills_its_folder_is_stopped_and_told_so(workdir, limits):
+    """Proves: a run folder is a tmpfs of its own, capped in bytes and in files, as is the
+    private /tmp in bytes; a program that fills one gets ENOSPC and a result that says, in
+    words, that it filled its folder to the limit; and removing the folder unmounts it."""
+    small = dataclasses.replace(limits, folder_bytes=4 * MIB, folder_files=64, tmp_bytes=4 * MIB)
+    (workdir.host / "given.txt").write_text("put there by the grader\n")
+    flood = SANDBOX.run([PYTHON, "-c", FILL_FOLDER, f"{INSIDE_ROOT}/run"], workdir=workdir, limits=small)
+    assert flood.stdout.split() == ["stopped", str(errno.ENOSPC)]
+    assert flood.folder_full == "4 MiB and 64 files and folders"
+    assert flood.describe().startswith("the program filled its folder to the limit (4 MiB and 64 files and "
+                                       "folders) and could write no more")
+    assert (workdir.host / "given.txt").read_text() == "put there by the grader\n"
+    assert "run folder: a tmpfs of its own of 4 MiB and 64 files and folders" in flood.isolation
+    assert os.path.getsize(workdir.host / "big") <= 4 * MIB
+    (workdir.host / "big").unlink()
+    files = SANDBOX.run([PYTHON, "-c", MANY_FILES], workdir=workdir, limits=small)
+    assert files.stdout.split() == ["stopped", str(errno.ENOSPC)] and files.folder_full is not None
+    in_tmp = SANDBOX.run([PYTHON, "-c", FILL_FOLDER, "/tmp"], workdir=workdir, limits=small)
+    assert in_tmp.stdout.split() == ["stopped", str(errno.ENOSPC)]
+    assert trees.remove_tree(workdir.host) and not workdir.host.exists()
+    assert str(workdir.host) not in Path("/proc/self/mountinfo").read_text()
+
+
 @pytest.mark.gpu
 @needs_bwrap
 def test_gpu_is_reachable_inside_with_gpu_true(workdir, limits):
@@ -683,7 +819,7 @@ def test_isolation_says_what_is_in_force(workdir, limits):
     isolation = SANDBOX.isolation
     assert isolation.kind == "bubblewrap" and isolation.official
     assert isolation.to_json() == {"kind": "bubblewrap", "uid": isolation.uid,
-                                   "cgroup": isolation.cgroup, "official": True,
+                                   "cgroup": isolation.cgroup, "memory_limited": True, "official": True,
                                    "in_force": list(isolation.in_force),
                                    "missing": list(isolation.missing)}
     assert "no network (own network namespace, loopback only)" in isolation.in_force
@@ -692,8 +828,8 @@ def test_isolation_says_what_is_in_force(workdir, limits):
     assert "\n" not in text and text.startswith("bubblewrap sandbox (official); in force: ")
     assert all(sentence in text for sentence in isolation.in_force + isolation.missing)
     if not isolation.cgroup:
-        assert any(m.startswith("no memory limit: cgroup v2 is not usable for it here")
-                   for m in isolation.missing)
+        assert any(m.startswith("no memory limit on a run that uses the GPU") for m in isolation.missing) or \
+            any(m.startswith("cgroup v1 memory per run") for m in isolation.in_force)
     result = SANDBOX.run(["/usr/bin/true"], workdir=workdir, limits=limits)
     assert result.isolation == SANDBOX.isolation_for(limits).describe()
     assert f"pids.max {limits.pids}" in result.isolation or \

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 import conftest
-from cudalab import batch, publish, slurm
+from cudalab import batch, publish, slurm, trees
 from cudalab.exit_codes import Cli
 from test_batch import DRIVER, outcome, records, write_handin
 
@@ -122,7 +122,7 @@ def place(real_slurm):
     heads = Heads(base)
     yield base, root, handins, heads
     heads.stop()
-    shutil.rmtree(base, ignore_errors=True)
+    trees.remove_tree(base)  # also unmounts run folders left mounted
 
 
 def toy_env() -> dict:
