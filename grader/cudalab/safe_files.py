@@ -18,7 +18,6 @@ import atexit
 import errno
 import hashlib
 import os
-import shutil
 import stat
 import tempfile
 import threading
