@@ -229,9 +229,13 @@ function(cudalab_add_lab lab)
   cudalab_target_defaults(${lab}_checker STRICT)
   set_target_properties(${lab}_checker PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${CUDALAB_BIN_DIR}")
 
-  # The official objects in link order: the harness (with main) first.
-  set(objects $<TARGET_OBJECTS:${lab}_harness> $<TARGET_OBJECTS:${lab}_problem>
-              $<TARGET_OBJECTS:labkit_cuda> $<TARGET_OBJECTS:labkit_core>)
+  # The official objects in link order: the harness (with main) first. A submission's
+  # program gets the library baselines' loaders that load nothing; only the official
+  # solution and ladder rungs get the real ones (common/CMakeLists.txt).
+  set(shared_objects $<TARGET_OBJECTS:${lab}_harness> $<TARGET_OBJECTS:${lab}_problem>
+                     $<TARGET_OBJECTS:labkit_cuda> $<TARGET_OBJECTS:labkit_core>)
+  set(objects ${shared_objects} $<TARGET_OBJECTS:labkit_baselines_absent>)
+  set(official_objects ${shared_objects} $<TARGET_OBJECTS:labkit_baselines>)
   file(GLOB labkit_headers "${CUDALAB_ROOT}/common/labkit/*.hpp")
   # The harness's cuBLAS loader and the CPU matmul reference are not for submissions.
   list(FILTER labkit_headers EXCLUDE REGEX "/(cublas|npp|matmul_reference)\\.hpp$")
@@ -256,19 +260,22 @@ function(cudalab_add_lab lab)
   add_custom_target(${lab}_sdk ALL DEPENDS "${sdk_dir}/sdk.cmake")
   set_property(GLOBAL APPEND PROPERTY CUDALAB_OFFICIAL_FILES "${sdk_dir}/sdk.cmake")
 
+  # The starter is linked as a submission is; the solution and the ladder with the baselines.
   set(binary_args INCLUDE_DIR "${sdk_dir}/include" OUTPUT_DIR "${CUDALAB_BIN_DIR}" OBJECTS ${objects} DEPENDS ${lab}_sdk)
+  set(official_args INCLUDE_DIR "${sdk_dir}/include" OUTPUT_DIR "${CUDALAB_BIN_DIR}" OBJECTS ${official_objects}
+                    DEPENDS ${lab}_sdk)
   if(CUDALAB_STUDENT_BUNDLE)
     cudalab_add_lab_binary(NAME ${lab}_starter SOURCE "${CUDALAB_ROOT}/starter/${lab}/${lab}.cu" ${binary_args})
     set(official ${lab}_checker ${lab}_starter)
   else()
-    cudalab_add_lab_binary(NAME ${lab}_solution SOURCE "${CUDALAB_ROOT}/solutions/${lab}/${lab}.cu" ${binary_args})
+    cudalab_add_lab_binary(NAME ${lab}_solution SOURCE "${CUDALAB_ROOT}/solutions/${lab}/${lab}.cu" ${official_args})
     cudalab_add_lab_binary(NAME ${lab}_starter SOURCE "${CUDALAB_ROOT}/starter/${lab}/${lab}.cu" ${binary_args})
     set(official ${lab}_checker ${lab}_solution ${lab}_starter)
     file(GLOB rungs CONFIGURE_DEPENDS "${CUDALAB_ROOT}/solutions/${lab}/ladder/*.cu")
     set(rung_names "")
     foreach(rung IN LISTS rungs)
       cmake_path(GET rung STEM stem)
-      cudalab_add_lab_binary(NAME ${lab}_ladder_${stem} SOURCE "${rung}" ${binary_args})
+      cudalab_add_lab_binary(NAME ${lab}_ladder_${stem} SOURCE "${rung}" ${official_args})
       list(APPEND rung_names ${lab}_ladder_${stem})
     endforeach()
     list(APPEND official ${rung_names})

@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import shutil
 import socket
 import threading
 import time

@@ -41,7 +41,6 @@ import fcntl
 import hashlib
 import json
 import os
-import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path

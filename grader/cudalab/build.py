@@ -22,7 +22,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from . import bundle, console, cpus, forbidden, labs, sdk as sdk_module, symbols
+from . import bundle, console, cpus, forbidden, labs, libraries, sdk as sdk_module, symbols
 from .config import Config, MIB
 from .errors import CompileError, ForbiddenError, GraderError, SubmissionError, UsageError
 from .labspec import LabSpec
@@ -415,11 +415,15 @@ class SubmissionBuilder:
         self._binds = [Bind(self.sdk, _SDK), Bind(self.staged.copy_dir, _SRC)]
         self._workdir = Bind(self.build_dir, _BUILD, writable=True)
         self._toolchain = _toolchain(config, self.commands)
+        # The headers of every library the lab does not allow, wherever they are installed,
+        # are #error lines or empty folders to this compile, however an include is spelled.
+        self._covers = libraries.lab_compile_covers(config, spec)
 
     def step(self, argv: list[str]) -> ProcessResult:
         with cpus.on_work_cpus(self.config):  # never on the CPUs left to timing (cpus.py)
             return self.sandbox.run(argv, workdir=self._workdir, binds=self._binds,
-                                    limits=build_limits(self.config), gpu=False, toolchain=self._toolchain)
+                                    limits=build_limits(self.config), gpu=False, toolchain=self._toolchain,
+                                    cover=self._covers)
 
     def sources(self) -> dict[str, str]:
         return {name: (self.staged.copy_dir / name).read_text(encoding="utf-8", errors="replace")
@@ -436,6 +440,15 @@ class SubmissionBuilder:
             past_a_limit = _past_a_limit(compiled, "compile", self.config)
             if past_a_limit:
                 raise CompileError(f"{' and '.join(self.spec.files)} did not compile: {past_a_limit}", feedback)
+            reached = libraries.library_reached(_log(compiled), self.spec)
+            if reached is not None:
+                # The source check names the line when the include is spelled out; when a
+                # macro built it, the compiler's own lines show where.
+                found = [f.message for f in self.forbidden_in_source()]
+                raise ForbiddenError(f"{self.source} includes a header of {forbidden.LIBRARIES[reached].title}, "
+                                     f"a library the {self.spec.name} lab does not allow, so it did not compile. "
+                                     "Remove that include and write the code yourself.",
+                                     found or [forbidden.refusal_sentence(self.spec, reached), *feedback])
             raise CompileError(f"{' and '.join(self.spec.files)} did not compile against the official "
                                f"{self.spec.name} harness. Fix the first error below, then build again.",
                                feedback)
@@ -468,7 +481,7 @@ class SubmissionBuilder:
         return forbidden.source_findings(self.spec, self.sources())
 
     def forbidden_in_object(self) -> list:
-        if not self.spec.handin.forbidden:
+        if not self.spec.handin.refused:
             return []
         names = symbols.parse_nm_names(self._nm(symbols.nm_all_argv(Path(self.object_inside))))
         return forbidden.object_findings(self.spec, self.source, list(symbols.demangle(names).values()),

@@ -29,13 +29,12 @@ import re
 import secrets
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__, build, console, handin, labs, report, sanitizer
 from .config import Config, cuda_device_present
-from .errors import CompileError, SubmissionError, UsageError
+from .errors import CompileError, ForbiddenError, SubmissionError, UsageError
 from .exit_codes import Cli, Harness
 from .handin import Finding, HandIn
 from .labspec import LabSpec
@@ -221,6 +220,16 @@ class HandInCheck:
         compile_check = self.checks["compile"]
         try:
             self._timed("compile", lambda c: builder.compile())
+        except ForbiddenError as err:
+            # The compile reached a header of a library the lab does not allow (hidden from it):
+            # the library is the finding; the source check has named its lines where it could.
+            forbidden_check = self.checks["forbidden"]
+            if not forbidden_check.findings:
+                forbidden_check.add([Finding("forbidden", "error", f"{err} {err.feedback[0]}", builder.source)])
+            forbidden_check.reason = "the file did not compile: it includes a library the lab does not allow"
+            compile_check.skip("not compiled: it includes a library the lab does not allow (see forbidden)")
+            self.checks["symbols"].skip("the file did not compile")
+            return
         except CompileError as err:
             compile_check.add([Finding("compile", "error", _first_error(err), builder.source,
                                        _line_of(err, builder.source))])

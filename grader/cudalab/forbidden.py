@@ -7,19 +7,18 @@ reduction lab, cuBLAS in matmul, ...), caught twice:
   instantiations) or called, and the names of its shared libraries or API functions as
   strings (what dlopen/dlsym would be given). This catches what macros hide from the text.
 
-The catalogue below says how to recognise each library; lab.toml's [[handin.forbidden]]
-says which ones a lab forbids and why, in words the student reads.
+The catalogue below says how to recognise each library; lab.toml's [handin] libraries says
+which ones a lab allows, and [[handin.forbidden]] why it refuses some of the others, in words
+the student reads. What the compile and the runs can see is libraries.py's.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from .handin import Finding
 from .labspec import LabSpec
-from .symbols import cuda_library_dirs
 
 
 @dataclass(frozen=True)
@@ -29,7 +28,6 @@ class Library:
     source: tuple[str, ...]         # regexes on code (comments and strings removed)
     symbols: tuple[str, ...]        # regexes on demangled symbol names
     strings: tuple[str, ...]        # regexes on printable strings in the object
-    shared: tuple[str, ...] = ()    # globs of its shared libraries, hidden from a run
     # Libraries whose headers pull this one's symbols in (Thrust is built on CUB, and CUB
     # launches through a Thrust helper): when both show up in an object, the one with more
     # symbols there is the one the student used.
@@ -37,26 +35,40 @@ class Library:
 
 
 _SO = r"\.so(\.\d+)*"
+_LIBCUDACXX_NAMES = r"(atomic_ref|atomic|barrier|pipeline|ptx|annotated_ptr|memcpy_async|mr|stream_ref)"
 LIBRARIES: dict[str, Library] = {
-    "cub": Library("CUB", includes=(r"^cub/",), source=(r"\bcub\s*::", r"\bnamespace\s+\w+\s*=\s*cub\b",
+    # An include may reach CUB and Thrust through the toolkit's cccl/ folder (<cccl/cub/...>).
+    "cub": Library("CUB", includes=(r"(^|/)cub/",), source=(r"\bcub\s*::", r"\bnamespace\s+\w+\s*=\s*cub\b",
                                                         r"\busing\s+namespace\s+cub\b"),
                    symbols=(r"\bcub::",), strings=(), entangled_with=("thrust",)),
-    "thrust": Library("Thrust", includes=(r"^thrust/",),
+    "thrust": Library("Thrust", includes=(r"(^|/)thrust/",),
                       source=(r"\bthrust\s*::", r"\bnamespace\s+\w+\s*=\s*thrust\b",
                               r"\busing\s+namespace\s+thrust\b"),
                       symbols=(r"\bthrust::",), strings=(), entangled_with=("cub",)),
     "cublas": Library("cuBLAS", includes=(r"^cublas",), source=(r"\bcublas[A-Z]\w*",),
-                      symbols=(r"\bcublas[A-Z]\w*",), strings=(rf"libcublas(Lt)?{_SO}", r"^cublas[A-Z]\w+$"),
-                      shared=("libcublas.so*", "libcublasLt.so*")),
+                      symbols=(r"\bcublas[A-Z]\w*",), strings=(rf"libcublas(Lt)?{_SO}", r"^cublas[A-Z]\w+$")),
     "npp": Library("NPP", includes=(r"^npp",), source=(r"\bnpp[a-z]\w*",),
-                   symbols=(r"\bnpp[a-z]\w*",), strings=(rf"libnpp\w*{_SO}", r"^npp[a-z]\w+$"),
-                   shared=("libnpp*.so*",)),
+                   symbols=(r"\bnpp[a-z]\w*",), strings=(rf"libnpp\w*{_SO}", r"^npp[a-z]\w+$")),
     "cudnn": Library("cuDNN", includes=(r"^cudnn",), source=(r"\bcudnn[A-Z]\w*",),
-                     symbols=(r"\bcudnn[A-Z]\w*",), strings=(rf"libcudnn\w*{_SO}", r"^cudnn[A-Z]\w+$"),
-                     shared=("libcudnn*.so*",)),
+                     symbols=(r"\bcudnn[A-Z]\w*",), strings=(rf"libcudnn\w*{_SO}", r"^cudnn[A-Z]\w+$")),
     "cufft": Library("cuFFT", includes=(r"^cufft",), source=(r"\bcufft[A-Z]\w*",),
-                     symbols=(r"\bcufft[A-Z]\w*",), strings=(rf"libcufft\w*{_SO}", r"^cufft[A-Z]\w+$"),
-                     shared=("libcufft*.so*",)),
+                     symbols=(r"\bcufft[A-Z]\w*",), strings=(rf"libcufft\w*{_SO}", r"^cufft[A-Z]\w+$")),
+    "cusparse": Library("cuSPARSE", includes=(r"^cusparse",), source=(r"\bcusparse[A-Z]\w*",),
+                        symbols=(r"\bcusparse[A-Z]\w*",), strings=(rf"libcusparse{_SO}", r"^cusparse[A-Z]\w+$")),
+    "cusolver": Library("cuSOLVER", includes=(r"^cusolver",), source=(r"\bcusolver[A-Z]\w*",),
+                        symbols=(r"\bcusolver[A-Z]\w*",), strings=(rf"libcusolver\w*{_SO}", r"^cusolver[A-Z]\w+$")),
+    "curand": Library("cuRAND", includes=(r"^curand",), source=(r"\bcurand[A-Z_]\w*",),
+                      symbols=(r"\bcurand[A-Z_]\w*",), strings=(rf"libcurand{_SO}", r"^curand[A-Z]\w+$")),
+    "nvjpeg": Library("nvJPEG", includes=(r"^nvjpeg",), source=(r"\bnvjpeg[A-Z]\w*",),
+                      symbols=(r"\bnvjpeg[A-Z]\w*",), strings=(rf"libnvjpeg{_SO}", r"^nvjpeg[A-Z]\w+$")),
+    "nccl": Library("NCCL", includes=(r"^nccl",), source=(r"\bnccl[A-Z]\w*",),
+                    symbols=(r"\bnccl[A-Z]\w*",), strings=(rf"libnccl{_SO}", r"^nccl[A-Z]\w+$")),
+    # libcu++'s own extensions (cuda::atomic_ref, cuda::barrier, cuda::pipeline, cuda::ptx),
+    # named one by one: cuda::std is the C++ standard library, which every lab allows, and
+    # the runtime's cooperative groups bring its symbols into objects that never named it.
+    "libcudacxx": Library("libcu++ (the cuda:: extensions of CCCL)", includes=(r"^(cccl/)?cuda/(?!std/)",),
+                          source=(rf"\bcuda\s*::\s*{_LIBCUDACXX_NAMES}\b",),
+                          symbols=(rf"\bcuda::(__\d+::)?{_LIBCUDACXX_NAMES}\b",), strings=()),
     # Header-only template libraries: seen in includes, code and symbols, never as a .so.
     "cutlass": Library("CUTLASS", includes=(r"^cutlass/", r"^cute/"),
                        source=(r"\bcutlass\s*::", r"\bcute\s*::", r"\bnamespace\s+\w+\s*=\s*(cutlass|cute)\b"),
@@ -129,10 +141,18 @@ def _forbidden_sentence(spec: LabSpec, library: str, why: str) -> str:
     return f"{LIBRARIES[library].title} is not allowed in the {spec.name} lab: {why}"
 
 
+def refusal_sentence(spec: LabSpec, library: str) -> str:
+    """Why the lab does not allow `library`, in the words the student reads."""
+    rule = next((r for r in spec.handin.refused if r.library == library), None)
+    if rule is None:
+        return f"{LIBRARIES[library].title} is allowed in the {spec.name} lab."
+    return _forbidden_sentence(spec, library, rule.why)
+
+
 def source_findings(spec: LabSpec, sources: dict[str, str]) -> list[Finding]:
     """Each forbidden library's includes and names in the student's files, at their line."""
     findings: list[Finding] = []
-    for rule in spec.handin.forbidden:
+    for rule in spec.handin.refused:
         library = LIBRARIES[rule.library]
         for file_name, text in sources.items():
             for number, code in enumerate(code_lines(text), start=1):
@@ -163,7 +183,7 @@ def object_findings(spec: LabSpec, source_name: str, demangled_symbols: list[str
     """Forbidden libraries seen in the compiled object: their symbols (defined or called)
     and the names a dlopen/dlsym would take. One finding per library, with the evidence."""
     found: dict[str, list[str]] = {}
-    for rule in spec.handin.forbidden:
+    for rule in spec.handin.refused:
         library = LIBRARIES[rule.library]
         evidence: list[str] = []
         for name in demangled_symbols:
@@ -177,7 +197,7 @@ def object_findings(spec: LabSpec, source_name: str, demangled_symbols: list[str
         if evidence:
             found[rule.library] = evidence
     findings = []
-    for rule in spec.handin.forbidden:
+    for rule in spec.handin.refused:
         evidence = found.get(rule.library)
         if not evidence:
             continue
@@ -190,26 +210,6 @@ def object_findings(spec: LabSpec, source_name: str, demangled_symbols: list[str
                                 f"({sample}). {_forbidden_sentence(spec, rule.library, rule.why)}",
                                 file=source_name))
     return findings
-
-
-_LIBRARY_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
-                 "/lib/x86_64-linux-gnu", "/lib64")
-
-
-def shared_library_files(spec: LabSpec, search: Iterable[Path] = ()) -> list[Path]:
-    """The real files (links resolved) of the shared libraries a lab forbids, in the CUDA
-    toolkit's and the system's library folders: a run cannot read them, so that a dlopen of
-    a name the object never spelled out (built at run time) finds nothing either."""
-    folders = [*map(Path, search), *cuda_library_dirs(), *map(Path, _LIBRARY_DIRS)]
-    found: list[Path] = []
-    for rule in spec.handin.forbidden:
-        for pattern in LIBRARIES[rule.library].shared:
-            for folder in folders:
-                for path in sorted(folder.glob(pattern)):
-                    real = path.resolve()
-                    if real.is_file() and real not in found:
-                        found.append(real)
-    return found
 
 
 def _short(name: str, width: int = 90) -> str:

@@ -18,7 +18,6 @@ import json
 import os
 import platform
 import secrets
-import shutil
 import statistics
 import threading
 import time

@@ -110,13 +110,32 @@ class Forbidden:
     why: str      # what the student reads: why this lab does not allow it
 
 
+DEFAULT_LIBRARIES = ("cuda_runtime", "cxx_standard")  # libraries.BASE_LIBRARIES: what every lab allows
+
+
 @dataclass(frozen=True)
 class HandInRules:
     accepts_readme: bool = False          # README.md with written answers is taken
-    forbidden: tuple[Forbidden, ...] = ()
+    forbidden: tuple[Forbidden, ...] = ()  # libraries the handout names, each with why the lab refuses it
+    # What a submission may use (lab.toml [handin] libraries): its compile sees no other
+    # library's headers and its runs load no other CUDA library (libraries.py).
+    libraries: tuple[str, ...] = DEFAULT_LIBRARIES
     smoke_cases: tuple[str, ...] = ()     # the small cases `cudalab check` runs
     sanitizer_cases: tuple[str, ...] = ()  # the cases compute-sanitizer runs
     sanitizer_points: float = 0.0         # points a grade takes off for sanitizer errors (0: report only)
+
+    @property
+    def refused(self) -> tuple[Forbidden, ...]:
+        """Every catalogued library the lab does not allow, for the source and object checks:
+        those [[handin.forbidden]] names, with their reasons, then the others, with a reason
+        that says what the lab allows."""
+        from . import forbidden, libraries  # the catalogue
+        titles = [libraries.BASE_TITLES.get(k) or forbidden.LIBRARIES[k].title for k in self.libraries]
+        allowed = ", ".join(titles[:-1]) + (" and " if len(titles) > 1 else "") + titles[-1]
+        named = {rule.library for rule in self.forbidden}
+        others = tuple(Forbidden(key, f"this lab allows only {allowed}. Write this part yourself.")
+                       for key in forbidden.LIBRARIES if key not in named and key not in self.libraries)
+        return self.forbidden + others
 
 
 @dataclass(frozen=True)
@@ -493,6 +512,23 @@ def _smallest_cases(cases: tuple[Case, ...], count: int) -> tuple[str, ...]:
     return tuple(c.name for c in sorted(cases, key=size)[:count])
 
 
+def _allowed_libraries(value, where: str, catalogue) -> tuple[str, ...]:
+    """[handin] libraries: keys of the catalogue (forbidden.LIBRARIES) besides the two every
+    lab has, which must be listed too, so that the list reads as all a submission may use."""
+    known = [*DEFAULT_LIBRARIES, *catalogue]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise LabSpecError(f"{where}: 'libraries' must be a list of library names (known: {', '.join(known)})")
+    unknown = [v for v in value if v not in known]
+    if unknown:
+        raise LabSpecError(f"{where}: 'libraries' names {', '.join(unknown)}, which cudalab does not know "
+                           f"(known: {', '.join(known)})")
+    missing = [v for v in DEFAULT_LIBRARIES if v not in value]
+    if missing:
+        raise LabSpecError(f"{where}: 'libraries' must include {' and '.join(missing)}: every lab's code "
+                           "is compiled against them")
+    return tuple(dict.fromkeys(value))
+
+
 def _handin(table, cases: tuple[Case, ...], scoring: Scoring, where: str) -> HandInRules:
     """The [handin] table: what `cudalab check` and `cudalab pack` hold a hand-in to."""
     from . import forbidden  # the catalogue of libraries a lab can forbid
@@ -500,7 +536,7 @@ def _handin(table, cases: tuple[Case, ...], scoring: Scoring, where: str) -> Han
     where = f"{where} [handin]"
     if not isinstance(table, dict):
         raise LabSpecError(f"{where}: must be a table")
-    unknown = set(table) - {"readme", "forbidden", "smoke_cases", "sanitizer_cases", "sanitizer_points"}
+    unknown = set(table) - {"readme", "forbidden", "libraries", "smoke_cases", "sanitizer_cases", "sanitizer_points"}
     if unknown:
         raise LabSpecError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}")
     readme = table.get("readme", False)
@@ -529,13 +565,18 @@ def _handin(table, cases: tuple[Case, ...], scoring: Scoring, where: str) -> Han
         if library not in forbidden.LIBRARIES:
             raise LabSpecError(f"{at}: unknown library '{library}' (known: {', '.join(sorted(forbidden.LIBRARIES))})")
         rules.append(Forbidden(library, _require(item, "why", str, at)))
+    allowed = _allowed_libraries(table.get("libraries", list(DEFAULT_LIBRARIES)), where, forbidden.LIBRARIES)
+    both = [rule.library for rule in rules if rule.library in allowed]
+    if both:
+        raise LabSpecError(f"{where}: {', '.join(both)} is both in 'libraries' (allowed) and in "
+                           "[[handin.forbidden]]; keep it in one of them")
     points = table.get("sanitizer_points", 0)
     if isinstance(points, bool) or not isinstance(points, (int, float)) or points < 0:
         raise LabSpecError(f"{where}: 'sanitizer_points' must be a number of points, 0 or more")
     if points > scoring.correctness_points + scoring.performance_points:
         raise LabSpecError(f"{where}: 'sanitizer_points' is more than the lab's total points")
     smoke = case_list("smoke_cases", _smallest_cases(cases, 3))
-    return HandInRules(accepts_readme=readme, forbidden=tuple(rules), smoke_cases=smoke,
+    return HandInRules(accepts_readme=readme, forbidden=tuple(rules), libraries=allowed, smoke_cases=smoke,
                        sanitizer_cases=case_list("sanitizer_cases", smoke[:2]),
                        sanitizer_points=float(points))
 

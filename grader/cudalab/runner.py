@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import cpus, forbidden, gpu as gpu_module, labs, safe_files
+from . import cpus, gpu as gpu_module, labs, libraries, safe_files
 from .config import Config
 from .errors import GraderError
 from .exit_codes import Harness
@@ -151,11 +151,11 @@ class Runner:
 
     @property
     def hidden(self) -> tuple[Path, ...]:
-        """The shared libraries the lab forbids, shown empty to its runs (except any that
-        the official binaries load themselves)."""
+        """The CUDA shared libraries the lab does not allow, wherever they are installed,
+        shown empty to its runs (except any that the official binaries load themselves)."""
         if self._hidden is None:
             needed = {Path(p).resolve() for p in linked_libraries(self._official_binaries())}
-            self._hidden = tuple(p for p in forbidden.shared_library_files(self.spec) if p not in needed)
+            self._hidden = tuple(libraries.lab_run_hidden(self.config, self.spec, needed))
         return self._hidden
 
     @property

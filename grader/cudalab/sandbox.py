@@ -831,6 +831,26 @@ def _gpu_view() -> list[str]:
     return view
 
 
+def _cover_view(covers: Sequence[tuple[Path, str]], toolchain: Sequence[Path], uid: int | None) -> list[str]:
+    """bubblewrap arguments that show each grader-owned source read-only in place of a path
+    of the system view (/usr or a toolchain folder). A path no longer there has nothing to
+    cover; one whose kind changed (a file where a folder was) means the library scan is out
+    of date, and the run is refused rather than shown the library."""
+    visible = [str(root) + "/" for root in toolchain] + ["/usr/"]
+    view: list[str] = []
+    for source, target in covers:
+        if not target.startswith(tuple(visible)) or os.path.islink(target) or not os.path.exists(target):
+            continue
+        if source.is_dir() != os.path.isdir(target):
+            raise GraderError(f"Cannot hide {target} from the sandbox with {source}: one is a folder and the "
+                              "other is not. The library scan is out of date; delete the library-scan-*.json "
+                              "files in the grader's work folder and run again.")
+        if uid is not None and _unreachable_reason(source, uid):
+            source = _staged_copy(source)
+        view += ["--ro-bind", str(source), target]
+    return view
+
+
 _SYSTEM_PREFIXES = ("/usr/", "/lib/", "/lib64/", "/lib32/", "/libx32/", "/bin/", "/sbin/")
 
 
@@ -1251,6 +1271,7 @@ class Sandbox:
             limits: Limits, gpu: bool = False, env: dict[str, str] | None = None,
             pass_fds: Sequence[int] = (), during: Callable[[], bool] | None = None,
             toolchain: Sequence[Path] = (), hide: Sequence[Path] = (),
+            cover: Sequence[tuple[Path, str]] = (),
             started: Callable[[int], None] | None = None) -> ProcessResult:
         """Run argv (in inside coordinates) with `workdir` as its writable cwd and HOME and
         `binds` as the only other folders it sees. Never raises for the program's own
@@ -1263,6 +1284,9 @@ class Sandbox:
         folders first on PATH. `hide` files (absolute paths in the system view, such as a
         library the lab forbids) give nothing to read or load inside: /dev/null is bound
         over each, on a mount without devices; without bubblewrap nothing is hidden.
+        `cover` pairs (a grader-owned file or folder, a path of the system view) show the
+        first, read-only, in place of the second (libraries.compile_covers: a header of a
+        library the lab does not allow becomes an #error, its folder an empty one).
 
         The workdir's files are the program's: read them afterwards without following links
         (or inside another sandbox), since it may have replaced any of them. Where the grader
@@ -1288,7 +1312,7 @@ class Sandbox:
             _cap_folder(workdir.host, limits)
         isolation = self.isolation_for(limits)
         talk = {"pass_fds": tuple(pass_fds), "during": during, "started": started, "toolchain": tuple(toolchain),
-                "hide": tuple(Path(p) for p in hide), "gpu": gpu}
+                "hide": tuple(Path(p) for p in hide), "cover": tuple((Path(h), str(t)) for h, t in cover), "gpu": gpu}
         if self._bubblewrap is None:
             result = self._run_unsandboxed(argv, workdir, every_bind, limits, env, isolation, talk)
         else:
@@ -1329,6 +1353,7 @@ class Sandbox:
         for path in talk["hide"]:
             if path.is_absolute() and not path.is_symlink() and path.is_file():
                 command += ["--ro-bind", "/dev/null", str(path)]
+        command += _cover_view(talk["cover"], talk["toolchain"], uid)
         # Shallow mount points first, so a bind inside another one lands on top of it.
         for bind in sorted(every_bind, key=lambda b: b.inside.count("/")):
             command += ["--bind" if bind.writable else "--ro-bind", str(bind.host), bind.inside]

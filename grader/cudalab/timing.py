@@ -31,7 +31,6 @@ import select
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Callable
 
 _MAX_LINE = 4096
 _SPIN_S = 0.005  # how long the clock's reader spins before it sleeps: a sharp end to each sample

@@ -356,3 +356,96 @@ def test_build_verb_reports_errors_as_json_too(toy_config, monkeypatch, capsys, 
     body = json.loads(capsys.readouterr().out)
     assert body["status"] == "submission_error" and "does not exist" in body["message"]
     assert cli.main(["build", "nolab", "--json"]) == 20
+
+
+# --- libraries by allowlist -----------------------------------------------------------------
+
+def lab_hand_in(tmp_path, lab: str, name: str, source: str) -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / f"{lab}.cu").write_text(source)
+    return folder
+
+
+def build_refusal(tmp_path, lab: str, name: str, source: str) -> CompileError:
+    config = real_config(tmp_path)
+    folder = lab_hand_in(tmp_path, lab, name, source)
+    with pytest.raises(CompileError) as err:
+        build.build_submission(config, labs.load_lab(config, lab), folder, tmp_path / "work" / name)
+    return err.value
+
+
+@pytest.mark.needs_build
+@pytest.mark.parametrize("lab", ["vector_add", "reduction", "scan", "transpose", "matmul", "occupancy", "sobel", "sort"])
+def test_the_solution_and_the_starter_compile_in_the_labs_view(tmp_path, lab):
+    """Proves: hiding every library a lab does not allow leaves what its own code needs (the
+    runtime's headers and what they include from libcu++)."""
+    config = real_config(tmp_path)
+    spec = labs.load_lab(config, lab)
+    for kind in ("solutions", "starter"):
+        folder = lab_hand_in(tmp_path, lab, kind, (REPO / kind / lab / f"{lab}.cu").read_text())
+        builder = build.SubmissionBuilder(config, spec, folder, tmp_path / "work" / kind)
+        builder.compile()
+
+
+@pytest.mark.needs_build
+def test_a_header_reached_through_a_macro_built_include_is_refused_by_the_compile(tmp_path):
+    """Proves: cuda_occupancy.h included through a name built by macros (no trace in the
+    source or the object) does not compile, and the refusal names the calculator."""
+    solution = (REPO / "solutions" / "occupancy" / "occupancy.cu").read_text()
+    source = ("#define STRING(x) #x\n#define EXPAND(x) STRING(x)\n#define JOIN(a, b) a##b\n"
+              "#include EXPAND(JOIN(cuda_occ, upancy.h))\n" + solution)
+    err = build_refusal(tmp_path, "occupancy", "occ", source)
+    assert err.status == "forbidden"
+    assert str(err).startswith("occupancy.cu includes a header of CUDA's occupancy calculator (cuda_occupancy.h), "
+                               "a library the occupancy lab does not allow")
+    assert err.feedback[0].startswith("CUDA's occupancy calculator (cuda_occupancy.h) is not allowed in the "
+                                      "occupancy lab: cuda_occupancy.h's cudaOccMaxActiveBlocksPerMultiprocessor")
+
+
+@pytest.mark.needs_build
+def test_cusparse_on_no_forbidden_list_is_invisible_to_the_compile(tmp_path):
+    """Proves: a library no lab names (cuSPARSE) is refused all the same, its header reached
+    through a macro-built name."""
+    from cudalab import libraries
+    config = real_config(tmp_path)
+    if not any(f.library == "cusparse" and f.kind == "header" for f in libraries.machine_libraries(config)):
+        pytest.skip("this machine has no cuSPARSE header to hide")
+    solution = (REPO / "solutions" / "vector_add" / "vector_add.cu").read_text()
+    err = build_refusal(tmp_path, "vector_add", "sparse", "#define HEADER(x) <x.h>\n#include HEADER(cusparse)\n" + solution)
+    assert err.status == "forbidden" and "includes a header of cuSPARSE" in str(err)
+    assert err.feedback[0] == ("cuSPARSE is not allowed in the vector_add lab: this lab allows only the CUDA "
+                               "runtime and the C++ standard library. Write this part yourself.")
+
+
+@pytest.mark.needs_build
+def test_cub_reached_through_cccl_paths_is_named_cub(tmp_path):
+    """Proves: a CUB sort included through <cccl/cub/...> is refused as CUB (not as Thrust,
+    whose symbols CUB's headers bring along)."""
+    source = ("#include <cccl/cub/device/device_radix_sort.cuh>\n#include \"sort.hpp\"\n"
+              "void sort_keys(std::uint32_t* keys, std::size_t n) {\n"
+              "    std::size_t bytes = 0;\n"
+              "    cub::DeviceRadixSort::SortKeys(nullptr, bytes, keys, keys, static_cast<int>(n));\n}\n")
+    err = build_refusal(tmp_path, "sort", "cccl", source)
+    assert err.status == "forbidden"
+    assert "CUB" in str(err) and "Thrust" not in str(err) + " ".join(err.feedback)
+    assert err.feedback[0].startswith("sort.cu:1 includes <cccl/cub/device/device_radix_sort.cuh>. CUB is not allowed")
+
+
+@pytest.mark.needs_build
+def test_the_library_baselines_loaders_are_not_in_a_submissions_link(tmp_path):
+    """Proves: the cuBLAS and NPP loaders (dlopen of the libraries, their function pointers)
+    are in the official solution only; a submission links the SDK's objects, which hold
+    loaders that load nothing."""
+    import subprocess
+    config = real_config(tmp_path)
+
+    def symbols_of(path: Path) -> str:
+        return subprocess.run(["nm", "-C", str(path)], capture_output=True, text=True, check=True).stdout
+    for lab in [lab for lab in ("transpose", "sobel", "matmul") if (config.build_dir / "sdk" / lab).is_dir()]:
+        objects = sorted((config.build_dir / "sdk" / lab / "objects").iterdir())
+        listed = "".join(symbols_of(obj) for obj in objects)
+        assert "labkit::CublasLoader" not in listed and "labkit::NppLoader" not in listed, lab
+        assert not any(b"libcublas.so" in obj.read_bytes() or b"libnpp" in obj.read_bytes() for obj in objects), lab
+    assert "labkit::CublasLoader" in symbols_of(labs.official_binary(config, "transpose", "solution"))
+    assert "labkit::CublasLoader" not in symbols_of(labs.official_binary(config, "transpose", "starter"))

@@ -139,6 +139,35 @@ def test_handin_validation_errors_are_sentences(tmp_path, old, new, expected):
     assert expected in str(err.value)
 
 
+def test_a_lab_allows_the_runtime_and_the_standard_library_and_refuses_every_other_library(tmp_path):
+    """Proves: [handin] libraries is an allowlist: by default the CUDA runtime and the C++
+    standard library; every other catalogued library is refused, cuSPARSE (on no lab's
+    forbidden list) included, those the lab names with its own reason first."""
+    rules = load_text(tmp_path, TOY_LAB_TOML + HANDIN).handin
+    assert rules.libraries == ("cuda_runtime", "cxx_standard")
+    refused = {rule.library: rule.why for rule in rules.refused}
+    assert rules.refused[0].library == "cub" and refused["cub"] == "it does the lab's work"
+    assert {"cusparse", "cublas", "thrust", "occupancy_calculator", "libcudacxx"} <= set(refused)
+    assert refused["cusparse"] == ("this lab allows only the CUDA runtime and the C++ standard library. "
+                                   "Write this part yourself.")
+    allowing = load_text(tmp_path, TOY_LAB_TOML + HANDIN.replace(
+        "readme = true", 'readme = true\nlibraries = ["cuda_runtime", "cxx_standard", "libcudacxx"]')).handin
+    assert allowing.libraries == ("cuda_runtime", "cxx_standard", "libcudacxx")
+    assert "libcudacxx" not in {rule.library for rule in allowing.refused}
+
+
+@pytest.mark.parametrize("libraries,expected", [
+    ('["cuda_runtime", "cxx_standard", "cuda_magic"]', "'libraries' names cuda_magic, which cudalab does not know"),
+    ('["cxx_standard"]', "'libraries' must include cuda_runtime: every lab's code is compiled against them"),
+    ('"cub"', "'libraries' must be a list of library names"),
+    ('["cuda_runtime", "cxx_standard", "cub"]', "cub is both in 'libraries' (allowed) and in [[handin.forbidden]]"),
+])
+def test_library_allowlist_errors_are_sentences(tmp_path, libraries, expected):
+    with pytest.raises(labspec.LabSpecError) as err:
+        load_text(tmp_path, TOY_LAB_TOML + HANDIN.replace("readme = true", f"readme = true\nlibraries = {libraries}"))
+    assert expected in str(err.value)
+
+
 def test_ladder_skips_scoring_reference_and_checker_gpu_load(tmp_path):
     text = TOY_LAB_TOML.replace('source = "ladder/simple.cu"\n', 'source = "ladder/simple.cu"\n'
                                 'skip_bench_cases = ["b_1000"]\nskip_why = "one thread would take minutes"\n', 1)

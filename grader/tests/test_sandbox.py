@@ -178,6 +178,25 @@ def test_hidden_files_give_nothing_to_read(workdir, limits):
 
 
 @needs_bwrap
+def test_covers_show_the_graders_file_and_folder_in_place_of_the_systems(workdir, limits, tmp_path):
+    """Proves: a `cover` (a library's header or header folder the lab does not allow) shows
+    the grader's stub in place of the system file, read-only, and an empty folder in place
+    of the system folder, while the files beside them are intact."""
+    stub, empty = tmp_path / "stub.h", tmp_path / "empty"
+    stub.write_text('#error "hidden"\n')
+    empty.mkdir()
+    for path in (tmp_path, stub, empty):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    target_file, target_folder = Path("/usr/bin/env").resolve(), Path("/usr/share")
+    script = ('cat "$1"; ls -A "$2" | wc -l; head -c 4 /usr/bin/true | wc -c; '
+              'echo x > "$1" 2>/dev/null || echo read-only')
+    result = SANDBOX.run(sh(script, str(target_file), str(target_folder)), workdir=workdir, limits=limits,
+                         cover=[(stub, str(target_file)), (empty, str(target_folder))])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.split("\n")[:4] == ['#error "hidden"', "0", "4", "read-only"]
+
+
+@needs_bwrap
 def test_runs_unprivileged_and_without_capabilities(workdir, limits):
     """Proves: as root, the program runs as sandbox_uid (and its files are owned by it on the
     host); in every case with no effective capabilities and no way to gain any."""
