@@ -281,10 +281,18 @@ def move_out(folder: Path, relative: str, target: Path) -> Path:
         target_fd = open_folder(target.parent)
         try:
             os.rename(name, target.name, src_dir_fd=fd, dst_dir_fd=target_fd)
+            moved = True
+        except OSError as err:
+            if err.errno != errno.EXDEV:
+                raise
+            moved = False  # another file system (a run folder is a tmpfs of its own): copy, then remove
         finally:
             os.close(target_fd)
     finally:
         os.close(fd)
+    if not moved:
+        copy_tree(folder / relative, target)  # never through a link, below `folder` as above
+        remove_tree(folder / relative)
     problem = plain_tree_problem(target)
     if problem:
         raise NotPlainError(f"{folder}/{relative}", problem)
