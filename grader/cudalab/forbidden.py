@@ -6,6 +6,8 @@ reduction lab, cuBLAS in matmul, ...), caught twice:
 * in the compiled object: symbols from the library's namespace or API, defined (template
   instantiations) or called, and the names of its shared libraries or API functions as
   strings (what dlopen/dlsym would be given). This catches what macros hide from the text.
+  The object is read whole by cudalab/object_analysis.py, which is given the patterns
+  below (object_patterns) and hands back only what matches them.
 
 The catalogue below says how to recognise each library; lab.toml's [[handin.forbidden]]
 says which ones a lab forbids and why, in words the student reads.
@@ -68,8 +70,6 @@ LIBRARIES: dict[str, Library] = {
                                     symbols=(r"\bcudaOcc[A-Z]\w*",), strings=()),
 }
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
-_STRING_BYTES = re.compile(rb"[\x21-\x7e]{5,}")
-_OBJECT_READ_CAP = 256 * 1024 * 1024
 
 
 def code_lines(text: str) -> list[str]:
@@ -151,11 +151,13 @@ def source_findings(spec: LabSpec, sources: dict[str, str]) -> list[Finding]:
     return findings
 
 
-def object_strings(obj: Path) -> list[str]:
-    """Printable runs of five or more characters in an object file (what `strings` shows)."""
-    with open(obj, "rb") as handle:
-        data = handle.read(_OBJECT_READ_CAP)
-    return [m.group().decode("ascii") for m in _STRING_BYTES.finditer(data)]
+def object_patterns(spec: LabSpec) -> tuple[list[str], list[str]]:
+    """The symbol patterns (on demangled names) and string patterns (on the object's
+    printable strings) of the libraries the lab forbids: what the object analysis looks for."""
+    libraries = [LIBRARIES[rule.library] for rule in spec.handin.forbidden]
+    symbol_patterns = [p for library in libraries for p in library.symbols]
+    string_patterns = [p for library in libraries for p in library.strings]
+    return list(dict.fromkeys(symbol_patterns)), list(dict.fromkeys(string_patterns))
 
 
 def object_findings(spec: LabSpec, source_name: str, demangled_symbols: list[str],

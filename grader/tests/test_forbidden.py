@@ -36,3 +36,10 @@ def test_the_occupancy_calculator_is_found_but_the_runtime_api_is_not():
 def test_every_catalogue_entry_has_a_title_and_patterns():
     for key, library in forbidden.LIBRARIES.items():
         assert library.title and library.includes and library.source and library.symbols, key
+
+
+def test_the_object_analysis_is_given_the_forbidden_libraries_patterns_only():
+    symbol_patterns, string_patterns = forbidden.object_patterns(spec_forbidding("cub", "cublas"))
+    assert symbol_patterns == [*forbidden.LIBRARIES["cub"].symbols, *forbidden.LIBRARIES["cublas"].symbols]
+    assert string_patterns == list(forbidden.LIBRARIES["cublas"].strings)
+    assert forbidden.object_patterns(spec_forbidding()) == ([], [])
