@@ -32,9 +32,9 @@ class Library:
     symbols: tuple[str, ...]        # regexes on demangled symbol names
     strings: tuple[str, ...]        # regexes on printable strings in the object
     shared: tuple[str, ...] = ()    # globs of its shared libraries, hidden from a run
-    # Libraries whose headers pull this one's symbols in (Thrust is built on CUB, and CUB
-    # launches through a Thrust helper): when both show up in an object, the one with more
-    # symbols there is the one the student used.
+    # Libraries whose headers pull this one's symbols in (Thrust is built on CUB, and CUB's
+    # headers bring a few of Thrust's): when both show up in an object, the one that owns
+    # more of its functions and objects is the one the student used (_owned_by).
     entangled_with: tuple[str, ...] = ()
 
 
@@ -160,17 +160,41 @@ def object_patterns(spec: LabSpec) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(symbol_patterns)), list(dict.fromkeys(string_patterns))
 
 
+def _outside_brackets(name: str) -> str:
+    """A demangled name without its template arguments, parameters and lambda bodies:
+    'void cub::Kernel<thrust::device_ptr<int> >(int*)' -> 'void cub::Kernel'. What is left
+    names the entity itself (and its return type), not the types it was made for."""
+    kept: list[str] = []
+    depth = 0
+    for char in name.replace("(anonymous namespace)", "anonymous_namespace"):
+        if char in "<({[":
+            depth += 1
+        elif char in ">)}]":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            kept.append(char)
+    return "".join(kept)
+
+
+def _owned_by(library: Library, names: list[str]) -> int:
+    """How many of the names are the library's own functions and objects: a CUB kernel
+    instantiated for thrust::device_ptr keys mentions Thrust, but it is CUB's."""
+    return sum(1 for name in names if any(re.search(p, _outside_brackets(name)) for p in library.symbols))
+
+
 def object_findings(spec: LabSpec, source_name: str, demangled_symbols: list[str],
                     strings: list[str]) -> list[Finding]:
     """Forbidden libraries seen in the compiled object: their symbols (defined or called)
     and the names a dlopen/dlsym would take. One finding per library, with the evidence."""
     found: dict[str, list[str]] = {}
+    owned: dict[str, int] = {}
     for rule in spec.handin.forbidden:
         library = LIBRARIES[rule.library]
         evidence: list[str] = []
         for name in demangled_symbols:
             if any(re.search(p, name) for p in library.symbols):
                 evidence.append(name)
+        owned[rule.library] = _owned_by(library, evidence)
         for text in strings:
             for pattern in library.strings:
                 match = re.search(pattern, text)
@@ -183,7 +207,7 @@ def object_findings(spec: LabSpec, source_name: str, demangled_symbols: list[str
         evidence = found.get(rule.library)
         if not evidence:
             continue
-        if any(len(found.get(other, ())) > len(evidence) for other in LIBRARIES[rule.library].entangled_with):
+        if any(owned.get(other, 0) > owned[rule.library] for other in LIBRARIES[rule.library].entangled_with):
             continue  # brought in by the headers of a library that is reported itself
         shown = sorted(set(evidence), key=len)  # the shortest names say the most at a glance
         sample = "; ".join(_short(e) for e in shown[:3]) + (f"; and {len(shown) - 3} more" if len(shown) > 3 else "")
