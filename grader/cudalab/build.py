@@ -25,7 +25,9 @@ from pathlib import Path, PurePosixPath
 from . import bundle, console, cpus, forbidden, labs, libraries, sdk as sdk_module, symbols
 from .config import Config, MIB
 from .errors import CompileError, ForbiddenError, GraderError, SubmissionError, UsageError
+from .handin import Finding
 from .labspec import LabSpec
+from .object_analysis import ObjectAnalysis, ObjectRefused, analyse_object, staged_deps
 from .sandbox import (Bind, ProcessResult, Sandbox, build_limits, format_bytes, run_process, scratch_root,
                       toolchain_roots)
 from .sdk import Manifest, ManifestError
@@ -395,11 +397,11 @@ class SubmissionBuilder:
         self.build_dir = work / "build"
         self.log = ""
         self.defined: list[str] = []  # demangled names the object defines, once compiled
+        self._analysis: ObjectAnalysis | ObjectRefused | None = None
         obj = PurePosixPath(self.commands["object"])
         if obj.is_absolute() or ".." in obj.parts:
             raise GraderError(f"The SDK's build.json puts the object outside the build folder "
                               f"({self.commands['object']!r}).")
-        self.object_inside = f"{_BUILD}/{obj}"
         self.object = self.build_dir / obj
         if not remove_tree(self.build_dir):
             raise GraderError(f"Could not clear the build folder {self.build_dir} of an earlier build; "
@@ -453,24 +455,41 @@ class SubmissionBuilder:
                                f"{self.spec.name} harness. Fix the first error below, then build again.",
                                feedback)
 
-    def _nm(self, argv: list[str]) -> str:
-        listing = self.step(argv)
-        if listing.exit_code != 0:
-            raise GraderError(f"Listing the symbols of {self.source}'s object failed ({listing.describe()}): "
-                              f"{listing.stderr_head(4)}")
-        return listing.stdout
+    def analyse_object(self) -> ObjectAnalysis:
+        """The compiled object read whole, once for both checks that need it (the symbols and
+        the forbidden libraries); raises ObjectRefused when it cannot be read whole."""
+        if self._analysis is None:
+            symbol_patterns, string_patterns = forbidden.object_patterns(self.spec)
+            try:
+                self._analysis = analyse_object(self.object, symbol_patterns=symbol_patterns,
+                                                string_patterns=string_patterns,
+                                                deps=staged_deps(self.config.root))
+            except ObjectRefused as refused:
+                self._analysis = refused
+        if isinstance(self._analysis, ObjectRefused):
+            raise self._analysis
+        return self._analysis
+
+    def _refused_sentence(self, refused: ObjectRefused) -> str:
+        return (f"The object compiled from {self.source} was refused: {refused.reason}. A lab's code compiles "
+                f"to far less; look for inline assembly (asm) or generated data in {self.source}.")
 
     def check_symbols(self) -> None:
         """Only the API crosses the link: the compiled student object may define the lab's API
         functions and its own helpers, nothing the harness, labkit or a library defines."""
-        defined = symbols.parse_nm(self._nm(symbols.nm_defined_argv(Path(self.object_inside))))
-        self.defined = list(symbols.demangle([name for name, _ in defined]).values())
+        try:
+            analysis = self.analyse_object()
+        except ObjectRefused as refused:
+            raise CompileError(f"{self.source} compiled, but its object could not be checked, so it was not "
+                               "linked. Fix the line below, then build again.",
+                               [self._refused_sentence(refused)]) from None
+        self.defined = analysis.defined_demangled
         try:
             index = symbols.read_index(self.sdk / "symbols.json")
         except (OSError, ValueError) as err:
             raise GraderError(f"The {self.spec.name} SDK's symbol index is unreadable ({err}); "
                               "rebuild the official tree.") from None
-        violations = symbols.check_symbols(defined, index, self.source)
+        violations = symbols.check_symbols(analysis.defined, index, self.source)
         if violations:
             raise CompileError(f"{self.source} compiled, but it defines {len(violations)} symbol"
                                f"{'s' if len(violations) > 1 else ''} that only the harness and the "
@@ -483,9 +502,15 @@ class SubmissionBuilder:
     def forbidden_in_object(self) -> list:
         if not self.spec.handin.refused:
             return []
-        names = symbols.parse_nm_names(self._nm(symbols.nm_all_argv(Path(self.object_inside))))
-        return forbidden.object_findings(self.spec, self.source, list(symbols.demangle(names).values()),
-                                         forbidden.object_strings(self.object))
+        try:
+            analysis = self.analyse_object()
+        except ObjectRefused as refused:
+            # Not searched is not clean: the hand-in fails this check too.
+            return [Finding("forbidden", "error", f"The compiled {self.source} could not be searched for the "
+                            f"libraries the {self.spec.name} lab forbids. {self._refused_sentence(refused)}",
+                            file=self.source)]
+        return forbidden.object_findings(self.spec, self.source, analysis.library_symbols,
+                                         analysis.library_strings)
 
     def check_forbidden(self) -> None:
         found = self.forbidden_in_source() + self.forbidden_in_object()

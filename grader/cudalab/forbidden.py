@@ -6,6 +6,8 @@ reduction lab, cuBLAS in matmul, ...), caught twice:
 * in the compiled object: symbols from the library's namespace or API, defined (template
   instantiations) or called, and the names of its shared libraries or API functions as
   strings (what dlopen/dlsym would be given). This catches what macros hide from the text.
+  The object is read whole by cudalab/object_analysis.py, which is given the patterns
+  below (object_patterns) and hands back only what matches them.
 
 The catalogue below says how to recognise each library; lab.toml's [handin] libraries says
 which ones a lab allows, and [[handin.forbidden]] why it refuses some of the others, in words
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from .handin import Finding
 from .labspec import LabSpec
@@ -28,9 +29,9 @@ class Library:
     source: tuple[str, ...]         # regexes on code (comments and strings removed)
     symbols: tuple[str, ...]        # regexes on demangled symbol names
     strings: tuple[str, ...]        # regexes on printable strings in the object
-    # Libraries whose headers pull this one's symbols in (Thrust is built on CUB, and CUB
-    # launches through a Thrust helper): when both show up in an object, the one with more
-    # symbols there is the one the student used.
+    # Libraries whose headers pull this one's symbols in (Thrust is built on CUB, and CUB's
+    # headers bring a few of Thrust's): when both show up in an object, the one that owns
+    # more of its functions and objects is the one the student used (_owned_by).
     entangled_with: tuple[str, ...] = ()
 
 
@@ -80,8 +81,6 @@ LIBRARIES: dict[str, Library] = {
                                     symbols=(r"\bcudaOcc[A-Z]\w*",), strings=()),
 }
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
-_STRING_BYTES = re.compile(rb"[\x21-\x7e]{5,}")
-_OBJECT_READ_CAP = 256 * 1024 * 1024
 
 
 def code_lines(text: str) -> list[str]:
@@ -171,11 +170,35 @@ def source_findings(spec: LabSpec, sources: dict[str, str]) -> list[Finding]:
     return findings
 
 
-def object_strings(obj: Path) -> list[str]:
-    """Printable runs of five or more characters in an object file (what `strings` shows)."""
-    with open(obj, "rb") as handle:
-        data = handle.read(_OBJECT_READ_CAP)
-    return [m.group().decode("ascii") for m in _STRING_BYTES.finditer(data)]
+def object_patterns(spec: LabSpec) -> tuple[list[str], list[str]]:
+    """The symbol patterns (on demangled names) and string patterns (on the object's
+    printable strings) of the libraries the lab forbids: what the object analysis looks for."""
+    libraries = [LIBRARIES[rule.library] for rule in spec.handin.forbidden]
+    symbol_patterns = [p for library in libraries for p in library.symbols]
+    string_patterns = [p for library in libraries for p in library.strings]
+    return list(dict.fromkeys(symbol_patterns)), list(dict.fromkeys(string_patterns))
+
+
+def _outside_brackets(name: str) -> str:
+    """A demangled name without its template arguments, parameters and lambda bodies:
+    'void cub::Kernel<thrust::device_ptr<int> >(int*)' -> 'void cub::Kernel'. What is left
+    names the entity itself (and its return type), not the types it was made for."""
+    kept: list[str] = []
+    depth = 0
+    for char in name.replace("(anonymous namespace)", "anonymous_namespace"):
+        if char in "<({[":
+            depth += 1
+        elif char in ">)}]":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            kept.append(char)
+    return "".join(kept)
+
+
+def _owned_by(library: Library, names: list[str]) -> int:
+    """How many of the names are the library's own functions and objects: a CUB kernel
+    instantiated for thrust::device_ptr keys mentions Thrust, but it is CUB's."""
+    return sum(1 for name in names if any(re.search(p, _outside_brackets(name)) for p in library.symbols))
 
 
 def object_findings(spec: LabSpec, source_name: str, demangled_symbols: list[str],
@@ -183,12 +206,14 @@ def object_findings(spec: LabSpec, source_name: str, demangled_symbols: list[str
     """Forbidden libraries seen in the compiled object: their symbols (defined or called)
     and the names a dlopen/dlsym would take. One finding per library, with the evidence."""
     found: dict[str, list[str]] = {}
+    owned: dict[str, int] = {}
     for rule in spec.handin.refused:
         library = LIBRARIES[rule.library]
         evidence: list[str] = []
         for name in demangled_symbols:
             if any(re.search(p, name) for p in library.symbols):
                 evidence.append(name)
+        owned[rule.library] = _owned_by(library, evidence)
         for text in strings:
             for pattern in library.strings:
                 match = re.search(pattern, text)
@@ -201,7 +226,7 @@ def object_findings(spec: LabSpec, source_name: str, demangled_symbols: list[str
         evidence = found.get(rule.library)
         if not evidence:
             continue
-        if any(len(found.get(other, ())) > len(evidence) for other in LIBRARIES[rule.library].entangled_with):
+        if any(owned.get(other, 0) > owned[rule.library] for other in LIBRARIES[rule.library].entangled_with):
             continue  # brought in by the headers of a library that is reported itself
         shown = sorted(set(evidence), key=len)  # the shortest names say the most at a glance
         sample = "; ".join(_short(e) for e in shown[:3]) + (f"; and {len(shown) - 3} more" if len(shown) > 3 else "")

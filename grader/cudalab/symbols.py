@@ -21,12 +21,16 @@ that blames no one. The rules, for each external symbol the student's object def
 
 `build_index` reads the official side once per official build (nm over the official
 objects, the runtime archives and the shared libraries' dynamic symbols) into a
-SymbolIndex; `check_symbols` then judges one student object's `nm` output against it
-with dictionary look-ups.
+SymbolIndex; `check_symbols` then judges the symbols one student object defines against
+it with dictionary look-ups. The student's object is never read through nm: a build reads
+its ELF symbol table whole (cudalab/object_analysis.py), because nm's listing passes
+through the sandbox's output cap and the student's file decides how long it is.
 
 This module uses the standard library only, because CMake runs it before anything is
 installed: ``python3 -m cudalab.symbols index --out FILE.json --harness-main OBJ
---official OBJ...`` (``check --index FILE.json OBJ`` judges one object by hand).
+--official OBJ...`` (``check --index FILE.json OBJ`` judges one object by hand, and needs
+the grader's dependencies). The official side may keep nm: its files are instructor
+code, and nm runs here as a trusted process whose whole output is read.
 """
 from __future__ import annotations
 
@@ -98,7 +102,7 @@ class SymbolIndex:
 
 @dataclass(frozen=True)
 class Violation:
-    symbol: str  # the raw (mangled) name, as nm printed it
+    symbol: str  # the raw (mangled) name, as the symbol table holds it
     demangled: str
     origin: str | None  # who defines it officially; None for main
     sentence: str
@@ -118,21 +122,6 @@ def nm_defined_argv(obj: Path) -> list[str]:
 def _nm_dynamic_argv(library: Path) -> list[str]:
     # A shared library's dynamic symbol table is what the linker binds against.
     return [_nm(), "-D", "-P", "--defined-only", "--extern-only", "--no-sort", str(library)]
-
-
-def nm_all_argv(obj: Path) -> list[str]:
-    """The nm command listing every symbol `obj` defines or refers to, in POSIX format."""
-    return [_nm(), "-P", "--no-sort", str(obj)]
-
-
-def parse_nm_names(text: str) -> list[str]:
-    """Every symbol name in `nm -P` output (defined, undefined or local), in order."""
-    names = []
-    for line in text.splitlines():
-        match = _NM_DEFINED.match(line) or _NM_UNDEFINED.match(line)
-        if match is not None:
-            names.append(_unversioned(match["name"]))
-    return list(dict.fromkeys(names))
 
 
 def _nm_undefined_argv(obj: Path) -> list[str]:
@@ -338,23 +327,39 @@ def read_index(path: Path) -> SymbolIndex:
 
 # --- judging a student's object ------------------------------------------------------------
 
-def demangle(names: Iterable[str]) -> dict[str, str]:
+def demangle(names: Iterable[str], *, strict: bool = False) -> dict[str, str]:
     """Raw name -> demangled name, with one c++filt call for all of them. Where c++filt is
-    missing or fails, each name maps to itself: the raw name still says which symbol."""
+    missing or fails, each name maps to itself: the raw name still says which symbol.
+    `strict` raises SymbolToolError instead, for a caller that must not judge raw names
+    (a library's namespace is found only in the demangled ones). A name with a line break
+    in it (inline assembly can make one) is not a C++ name and maps to itself: c++filt
+    reads a line per name."""
     names = list(dict.fromkeys(names))
-    if not names:
-        return {}
+    plain = [name for name in names if "\n" not in name and "\r" not in name]
+    shown = dict(zip(names, names))
+    if not plain:
+        return shown
     lines: list[str] = []
     tool = shutil.which("c++filt")
+    if tool is None and strict:
+        raise SymbolToolError("c++filt was not found: install binutils, which the build needs anyway.")
     if tool:
         try:
-            lines = subprocess.run([tool], input="\n".join(names) + "\n", capture_output=True,
-                                   text=True, errors="replace", timeout=60).stdout.splitlines()
-        except (OSError, subprocess.SubprocessError):
+            result = subprocess.run([tool], input="\n".join(plain) + "\n", capture_output=True,
+                                    text=True, errors="replace", timeout=60)
+            lines = result.stdout.splitlines()
+            if strict and result.returncode != 0:
+                raise SymbolToolError(f"c++filt failed (exit {result.returncode})")
+        except (OSError, subprocess.SubprocessError) as err:
+            if strict:
+                raise SymbolToolError(f"c++filt could not be run ({err})") from None
             lines = []
-    if len(lines) != len(names):
-        lines = names
-    return dict(zip(names, lines))
+    if len(lines) != len(plain):
+        if strict:
+            raise SymbolToolError(f"c++filt gave {len(lines)} names for {len(plain)}")
+        lines = plain
+    shown.update(zip(plain, lines))
+    return shown
 
 
 def _kernel_of_stub(name: str) -> str | None:
@@ -371,8 +376,8 @@ def _listed(items: list[str]) -> str:
 
 
 def check_symbols(defined: list[tuple[str, str]], index: SymbolIndex, file_name: str) -> list[Violation]:
-    """The violations among the (name, type letter) pairs a student's object defines
-    (parse_nm of nm_defined_argv's output), each with a sentence the student can act on."""
+    """The violations among the (name, nm's type letter) pairs a student's object defines
+    (object_analysis.analyse_object's `defined`), each with a sentence the student can act on."""
     found: list[tuple[str, str | None]] = []
     for raw, kind in defined:
         name = _unversioned(raw)
@@ -433,6 +438,25 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_object(index: SymbolIndex, obj: Path, file_name: str) -> int:
+    """The `check` verb: read the object whole as a build does, print each violation's
+    sentence; 1 when there is one or the object is refused."""
+    # Not imported at the top: CMake's `index` runs with the standard library only.
+    from .errors import GraderError
+    from .object_analysis import ObjectRefused, analyse_object
+    try:
+        defined = analyse_object(obj).defined
+    except ObjectRefused as refused:
+        print(f"{file_name}'s object was refused: {refused.reason}.")
+        return 1
+    except GraderError as err:
+        raise SymbolToolError(str(err)) from None
+    violations = check_symbols(defined, index, file_name)
+    for violation in violations:
+        print(violation.sentence)
+    return 1 if violations else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -444,12 +468,7 @@ def main(argv: list[str] | None = None) -> int:
             write_index(build_index(harness_main=args.harness_main, official_objects=args.official,
                                     runtime_archives=runtime, shared_libraries=shared), args.out)
             return 0
-        index = read_index(args.index)
-        defined = parse_nm(_run_nm(nm_defined_argv(args.object)))
-        violations = check_symbols(defined, index, args.name or args.object.name)
-        for violation in violations:
-            print(violation.sentence)
-        return 1 if violations else 0
+        return _check_object(read_index(args.index), args.object, args.name or args.object.name)
     except (SymbolToolError, OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -6,13 +6,16 @@ import dataclasses
 import json
 import os
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
 from cudalab import build, cli, grade, labs
 from cudalab.config import MIB
-from cudalab.errors import CompileError, GraderError, SubmissionError
+from cudalab.errors import CompileError, ForbiddenError, GraderError, SubmissionError
+from test_object_analysis import (DEFINES_READ, GLOBAL_PADDING, HIDDEN_CUB_REDUCE, LOCAL_PADDING, MANY_STRINGS,
+                                  MANY_SYMBOLS)
 
 TESTS = Path(__file__).parent
 
@@ -449,3 +452,87 @@ def test_the_library_baselines_loaders_are_not_in_a_submissions_link(tmp_path):
         assert not any(b"libcublas.so" in obj.read_bytes() or b"libnpp" in obj.read_bytes() for obj in objects), lab
     assert "labkit::CublasLoader" in symbols_of(labs.official_binary(config, "transpose", "solution"))
     assert "labkit::CublasLoader" not in symbols_of(labs.official_binary(config, "transpose", "starter"))
+
+
+# --- the compiled object is read whole (cudalab/object_analysis.py) ------------------------------------
+
+def hand_in_file(tmp_path, name: str, file_name: str, source: str) -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / file_name).write_text(source)
+    return folder
+
+
+def builder_for(tmp_path, lab: str, name: str, source: str) -> build.SubmissionBuilder:
+    """A submission's builder with its file compiled in the sandbox, the checks not yet run."""
+    config = real_config(tmp_path)
+    spec = labs.load_lab(config, lab)
+    builder = build.SubmissionBuilder(config, spec, hand_in_file(tmp_path, name, spec.source_file, source),
+                                      tmp_path / "work" / name)
+    builder.compile()
+    return builder
+
+
+@pytest.mark.needs_build
+def test_a_cub_call_behind_4096_labels_is_refused_and_named(tmp_path):
+    # The labels push every symbol the compiler emits past the 64 KiB of nm's listing that the
+    # sandbox kept, and no line of the source says "cub": it was accepted, linked and graded.
+    source = LOCAL_PADDING + '#include "reduction.hpp"\n' + HIDDEN_CUB_REDUCE
+    config = real_config(tmp_path)
+    spec = labs.load_lab(config, "reduction")
+    with pytest.raises(ForbiddenError) as err:
+        build.build_submission(config, spec, hand_in_file(tmp_path, "mallory", "reduction.cu", source),
+                               tmp_path / "work" / "mallory")
+    assert len(err.value.feedback) == 1
+    assert err.value.feedback[0].startswith("The compiled reduction.cu uses CUB (")
+    assert "CUB is not allowed in the reduction lab: cub::DeviceReduce" in err.value.feedback[0]
+
+
+@pytest.mark.needs_build
+def test_a_definition_of_read_behind_4096_labels_is_refused(tmp_path):
+    # read() is what the harness's control channel calls: the student's copy would answer it.
+    source = GLOBAL_PADDING + (REPO / "solutions" / "reduction" / "reduction.cu").read_text() + DEFINES_READ
+    builder = builder_for(tmp_path, "reduction", "mallory", source)
+    with pytest.raises(CompileError) as err:
+        builder.check_symbols()
+    assert [line.split(":", 1)[0] for line in err.value.feedback] == [
+        "reduction.cu defines read, which the C library defines"]
+
+
+@pytest.mark.needs_build
+@pytest.mark.parametrize("lab, padding, reason", [
+    ("vector_add", MANY_SYMBOLS, "it has 262,"),
+    ("reduction", MANY_STRINGS, "it holds more than the 1,000,000 strings the grader reads."),
+], ids=["too_many_symbols", "too_many_strings"])
+def test_an_object_that_cannot_be_read_whole_is_refused_with_a_sentence(tmp_path, lab, padding, reason):
+    source = padding + (REPO / "solutions" / lab / f"{lab}.cu").read_text()
+    config = real_config(tmp_path)
+    spec = labs.load_lab(config, lab)
+    tracemalloc.start()
+    try:
+        with pytest.raises(CompileError) as err:
+            build.build_submission(config, spec, hand_in_file(tmp_path, "mallory", spec.source_file, source),
+                                   tmp_path / "work" / "mallory")
+        _, grader_peak_bytes = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert not isinstance(err.value, ForbiddenError)
+    assert err.value.feedback[0].startswith(f"The object compiled from {spec.source_file} was refused: {reason}")
+    assert err.value.feedback[0].endswith(f"look for inline assembly (asm) or generated data in {spec.source_file}.")
+    assert grader_peak_bytes < 16 * MIB  # read in a process of its own: the grader holds none of it
+    assert not (tmp_path / "work" / "mallory" / "build" / f"{lab}_submission").exists()  # never linked
+
+
+@pytest.mark.needs_build
+def test_a_malformed_object_fails_closed_in_both_checks(tmp_path):
+    builder = builder_for(tmp_path, "reduction", "mallory",
+                          (REPO / "solutions" / "reduction" / "reduction.cu").read_text())
+    builder.object.write_bytes(builder.object.read_bytes()[:4096])
+    with pytest.raises(CompileError) as err:
+        builder.check_symbols()
+    assert err.value.feedback[0].startswith("The object compiled from reduction.cu was refused: it is not a "
+                                            "well-formed object (")
+    [finding] = builder.forbidden_in_object()
+    assert finding.severity == "error" and finding.message.startswith(
+        "The compiled reduction.cu could not be searched for the libraries the reduction lab forbids. The "
+        "object compiled from reduction.cu was refused: it is not a well-formed object (")

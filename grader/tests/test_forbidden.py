@@ -1,10 +1,12 @@
 """forbidden: the catalogue's header-only entries (CUTLASS, CUDA's occupancy calculator) are
-found in code at their line, and nothing in comments or in the runtime's own occupancy API."""
+found in code at their line, and nothing in comments or in the runtime's own occupancy API;
+in the compiled object, a finding names the library whose functions the object holds."""
 from __future__ import annotations
 
 import dataclasses
 
 from cudalab import forbidden, labspec
+from cudalab.object_analysis import analyse_object
 from conftest import REPO_ROOT
 
 
@@ -36,3 +38,72 @@ def test_the_occupancy_calculator_is_found_but_the_runtime_api_is_not():
 def test_every_catalogue_entry_has_a_title_and_patterns():
     for key, library in forbidden.LIBRARIES.items():
         assert library.title and library.includes and library.source and library.symbols, key
+
+
+# --- the compiled object: which library a symbol belongs to -------------------------------------------
+
+CUB = "cub::CUB_300001_SM_900"
+THRUST = "thrust::THRUST_300001_SM_900_NS"
+DEVICE_PTR = f"{THRUST}::device_ptr<unsigned int>"
+# What a CUB merge sort of thrust::device_ptr keys instantiates: CUB's kernels, each naming
+# Thrust's pointer in its template arguments, and the pointer's own few functions.
+CUB_SORT_OF_DEVICE_PTRS = [
+    f"void {CUB}::detail::merge_sort::DeviceMergeSortBlockSortKernel<{DEVICE_PTR}, unsigned int*>(bool, {DEVICE_PTR})",
+    f"void {CUB}::detail::merge_sort::DeviceMergeSortMergeKernel<{DEVICE_PTR}, unsigned int*>(bool, {DEVICE_PTR})",
+    f"void {CUB}::detail::merge_sort::DeviceMergeSortPartitionKernel<{DEVICE_PTR}>(bool, {DEVICE_PTR})",
+    f"{DEVICE_PTR}::operator=({DEVICE_PTR} const&)",
+    f"{THRUST}::system::detail::sequential::seq",
+]
+# What thrust::sort instantiates: Thrust's own functions, and the CUB kernels it launches.
+THRUST_SORT = [
+    f"void {THRUST}::sort<{THRUST}::detail::execute_with_allocator<int>, unsigned int*>(unsigned int*, unsigned int*)",
+    f"{THRUST}::cuda_cub::detail::cuda_error_category::name() const",
+    f"{THRUST}::system::system_error::~system_error()",
+    f"vtable for {THRUST}::system::detail::bad_alloc",
+    f"void {CUB}::detail::radix_sort::DeviceRadixSortOnesweepKernel<unsigned int, int>(unsigned int*, int)",
+]
+
+
+def test_a_cub_sort_of_thrust_pointers_is_named_cub():
+    spec = spec_forbidding("cub", "thrust")
+    findings = forbidden.object_findings(spec, "sort.cu", CUB_SORT_OF_DEVICE_PTRS, [])
+    assert [f.message.split(" (", 1)[0] for f in findings] == ["The compiled sort.cu uses CUB"]
+    assert "CUB is not allowed in the vector_add lab: write it yourself (cub)" in findings[0].message
+
+
+def test_thrust_sort_is_still_named_thrust():
+    findings = forbidden.object_findings(spec_forbidding("cub", "thrust"), "sort.cu", THRUST_SORT, [])
+    assert [f.message.split(" (", 1)[0] for f in findings] == ["The compiled sort.cu uses Thrust"]
+
+
+def test_a_library_forbidden_alone_is_reported_whatever_pulled_it_in():
+    # Entangled libraries yield only to each other when both are forbidden and seen.
+    findings = forbidden.object_findings(spec_forbidding("thrust"), "sort.cu", CUB_SORT_OF_DEVICE_PTRS, [])
+    assert [f.message.split(" (", 1)[0] for f in findings] == ["The compiled sort.cu uses Thrust"]
+
+
+def test_the_object_analysis_is_given_the_forbidden_libraries_patterns_only():
+    symbol_patterns, string_patterns = forbidden.object_patterns(spec_forbidding("cub", "cublas"))
+    assert symbol_patterns == [*forbidden.LIBRARIES["cub"].symbols, *forbidden.LIBRARIES["cublas"].symbols]
+    assert string_patterns == list(forbidden.LIBRARIES["cublas"].strings)
+    assert forbidden.object_patterns(spec_forbidding()) == ([], [])
+
+
+def test_a_cub_sort_reached_through_cccl_paths_is_named_cub(tmp_path):
+    """The same, compiled: CUDA 13's <cccl/...> paths escape the include patterns, and the
+    object is what tells."""
+    from test_object_analysis import compile_object
+    source = ('#include <cstdint>\n#include <cstddef>\n'
+              '#include <cccl/cub/device/device_merge_sort.cuh>\n#include <cccl/thrust/device_ptr.h>\n'
+              'struct Less { __device__ bool operator()(std::uint32_t a, std::uint32_t b) const { return a < b; } };\n'
+              'using Keys = thrust::device_ptr<std::uint32_t>;\n'
+              'void sort_keys(std::uint32_t* keys, std::size_t n, void* workspace, std::size_t bytes) {\n'
+              '    cub::DeviceMergeSort::SortKeys(workspace, bytes, Keys(keys), (int)n, Less{});\n}\n')
+    obj = compile_object(tmp_path, "sort", source)
+    spec = spec_forbidding("cub", "thrust")
+    symbol_patterns, string_patterns = forbidden.object_patterns(spec)
+    analysis = analyse_object(obj, symbol_patterns=symbol_patterns, string_patterns=string_patterns)
+    assert sum("thrust::" in name for name in analysis.library_symbols) > sum(
+        "cub::" in name for name in analysis.library_symbols)  # by mentions alone, Thrust would be named
+    findings = forbidden.object_findings(spec, "sort.cu", analysis.library_symbols, analysis.library_strings)
+    assert [f.message.split(" (", 1)[0] for f in findings] == ["The compiled sort.cu uses CUB"]

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from cudalab import symbols
+from cudalab.object_analysis import analyse_object
 from cudalab.symbols import SymbolIndex, Violation
 from conftest import REPO_ROOT
 
@@ -40,7 +41,7 @@ needs_cpp_filt = pytest.mark.skipif(shutil.which("c++filt") is None,
 
 # --- compiling the test objects --------------------------------------------------------------
 
-def _nvcc() -> str:
+def nvcc_or_skip() -> str:
     found = shutil.which("nvcc")
     if found is None and Path("/usr/local/cuda/bin/nvcc").is_file():
         found = "/usr/local/cuda/bin/nvcc"
@@ -51,7 +52,7 @@ def _nvcc() -> str:
 
 def _compile_all(jobs: dict[str, tuple[Path, Path, list[Path]]]) -> dict[str, Path]:
     """Compile {key: (source, object, include dirs)} in parallel; fail with nvcc's words."""
-    nvcc = _nvcc()
+    nvcc = nvcc_or_skip()
 
     def compile_one(job):
         source, obj, includes = job
@@ -99,8 +100,8 @@ def index(objects) -> SymbolIndex:
 
 
 def defined(obj: Path) -> list[tuple[str, str]]:
-    result = subprocess.run(symbols.nm_defined_argv(obj), capture_output=True, text=True, check=True)
-    return symbols.parse_nm(result.stdout)
+    """What a build judges: the object's symbol table read whole (object_analysis)."""
+    return analyse_object(obj).defined
 
 
 # --- reading nm ---------------------------------------------------------------------------------
@@ -225,6 +226,29 @@ def test_demangle_uses_one_cpp_filt_call_and_falls_back_to_raw_names(monkeypatch
     monkeypatch.setenv("PATH", str(tmp_path))  # no c++filt
     assert symbols.demangle(["_Znwm"]) == {"_Znwm": "_Znwm"}
     assert symbols.demangle([]) == {}
+
+
+@needs_cpp_filt
+def test_a_name_with_a_line_break_keeps_the_others_in_step():
+    # c++filt reads a name per line: a name split in two would shift every later one, and
+    # a forbidden library's names would be judged undemangled.
+    names = ["_Znwm", "odd\nname", "_ZN3cub12DeviceReduce3SumEv"]
+    expected = {"_Znwm": "operator new(unsigned long)", "odd\nname": "odd\nname",
+                "_ZN3cub12DeviceReduce3SumEv": "cub::DeviceReduce::Sum()"}
+    assert symbols.demangle(names) == expected
+    assert symbols.demangle(names, strict=True) == expected
+
+
+def test_strict_demangling_never_falls_back_to_raw_names(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no c++filt
+    with pytest.raises(symbols.SymbolToolError, match="c\\+\\+filt was not found"):
+        symbols.demangle(["_Znwm"], strict=True)
+    (tmp_path / "c++filt").write_text("#!/bin/sh\nhead -n 1\n")  # answers for one name only
+    (tmp_path / "c++filt").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    with pytest.raises(symbols.SymbolToolError, match="c\\+\\+filt gave 1 names for 2"):
+        symbols.demangle(["_Znwm", "_Znam"], strict=True)
+    assert symbols.demangle(["_Znwm", "_Znam"]) == {"_Znwm": "_Znwm", "_Znam": "_Znam"}
 
 
 # --- the index file -----------------------------------------------------------------------------------
