@@ -1,12 +1,20 @@
 """A batch's progress: a rich progress bar on a terminal, plain lines in a log, JSON lines
 for machines (--json). Every reporter is told the same things, from several threads:
-begin, phase, started, done, end."""
+begin, phase, started, done, end. Ids and hand-in names come from the hand-ins: the lines
+show them through console.printable, one line each, never as terminal control sequences."""
 from __future__ import annotations
 
 import json
 import sys
 import threading
 import time
+
+from .console import printable
+
+
+def _one(text) -> str:
+    """A student's id or a hand-in's name within a line: it may not break the line."""
+    return printable(text, one_line=True)
 
 
 def _score(result: dict) -> str:
@@ -81,15 +89,16 @@ class PlainReporter(Reporter):
         self.stream = stream or sys.stderr
 
     def _say(self, line: str) -> None:
-        print(line, file=self.stream, flush=True)
+        print(printable(line), file=self.stream, flush=True)
 
     def _begin(self, skipped, changed) -> None:
         self._say(f"batch: {self.total} hand-ins, {self.done_before} graded before, "
                   f"{self.total - self.done_before} to grade now")
         for entry in skipped:
-            self._say(f"skipped {entry['name']}: {entry['reason']}")
+            self._say(f"skipped {_one(entry['name'])}: {entry['reason']}")
         for student in changed:
-            self._say(f"changed since graded: {student} (its grade is kept; --regrade {student} grades it again)")
+            self._say(f"changed since graded: {_one(student)} (its grade is kept; --regrade {_one(student)} "
+                      "grades it again)")
 
     def _phase(self, text) -> None:
         self._say(f"phase: {text}")
@@ -98,7 +107,7 @@ class PlainReporter(Reporter):
         count = self.done_before + self.done_now
         left = self.left_s()
         tail = f", about {left / 60:.1f} min left" if left is not None else ""
-        self._say(f"[{count}/{self.total}] {job.student}: {_score(result)} "
+        self._say(f"[{count}/{self.total}] {_one(job.student)}: {_score(result)} "
                   f"({self.rate_per_min():.1f}/min{tail})")
 
     def _end(self, published, interrupted) -> None:
@@ -147,7 +156,7 @@ class RichReporter(PlainReporter):
         self.task = None
 
     def _say(self, line: str) -> None:
-        self.console.print(line, highlight=False, markup=False)
+        self.console.print(printable(line), highlight=False, markup=False)
 
     def _begin(self, skipped, changed) -> None:
         super()._begin(skipped, changed)
@@ -160,12 +169,13 @@ class RichReporter(PlainReporter):
 
     def _started(self, job, what) -> None:
         if self.task is not None:
-            self.bar.update(self.task, description=f"{self.current_phase}: {job.student} ({what})")
+            from rich.markup import escape  # the bar's description is rich markup: an id is not
+            self.bar.update(self.task, description=escape(f"{self.current_phase}: {_one(job.student)} ({what})"))
 
     def _done(self, job, result) -> None:
         if self.task is not None:
             self.bar.update(self.task, advance=1, rate=f"{self.rate_per_min():.1f}/min")
-        self._say(f"{job.student}: {_score(result)}")
+        self._say(f"{_one(job.student)}: {_score(result)}")
 
     def _end(self, published, interrupted) -> None:
         self.bar.stop()
