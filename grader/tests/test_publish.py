@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+from markdown_it import MarkdownIt
 
 from cudalab import publish, report
 from grade_results import OUTCOMES, assert_matches_golden, class_entries, entry_for
@@ -68,6 +69,31 @@ def test_html_feedback_shows_student_text_and_never_runs_it(tmp_path):
         "the code fence outlasts any run of backticks in the compiler output"
 
 
+def test_markdown_feedback_shows_student_text_without_html_or_links(tmp_path):
+    """Student-controlled text (the hand-in's name, messages quoting file names, warnings,
+    stderr, compiler output) reaches feedback.md as text: no raw HTML, no link, image or bare
+    address; inside a code fence it stays as it is, and the fence stays closed."""
+    result = OUTCOMES["graded"]()
+    result["submission"]["name"] = '<img src=x onerror=alert(1)>'
+    result["message"] = "See [your grade](https://evil.example/phish) or ![x](http://evil.example/t.png) \\[a](b)"
+    result["warnings"] = ["<script>alert(1)</script>.cu was ignored", "www.evil.example and <https://evil.example>",
+                          "mail me at mallory@evil.example"]
+    result["cases"][1]["message"] = "c[1] is <b>wrong</b> | [x](javascript:alert(1))"
+    result["cases"][1]["difference_images"] = {"c": "javascript:alert(1)"}
+    result["run"].update(status="crashed", description="it crashed", stderr_head="<b>[raw](http://x)</b>\n```")
+    markdown = report.render_feedback(result)
+    tokens = MarkdownIt("commonmark").enable("table").parse(markdown)  # as the handouts are rendered
+    inline = [child for token in tokens for child in (token.children or [])]
+    assert not [t.type for t in tokens + inline if t.type in ("html_block", "html_inline", "link_open", "image")]
+    assert "&lt;img src=x onerror=alert(1)&gt;" in markdown and "&lt;script&gt;" in markdown
+    assert "\\[your grade\\](https\\://evil.example/phish)" in markdown and "www\\.evil.example" in markdown
+    assert "mallory\\@evil.example" in markdown
+    assert "c\\[1\\] is &lt;b&gt;wrong&lt;/b&gt; \\| \\[x\\]" in markdown, "one table cell, escaped"
+    assert "\n````\n<b>[raw](http://x)</b>\n```\n````\n" in markdown, "fenced text is shown as it is"
+    code = [t.content for t in tokens if t.type == "fence"]
+    assert "<b>[raw](http://x)</b>\n```\n" in code
+
+
 def test_difference_images_are_linked_only_below_the_feedback(tmp_path):
     result = OUTCOMES["graded"]()
     result["cases"][1]["difference_images"] = {"c": "images/n_257/c.png", "d": "javascript:alert(1)",
@@ -75,7 +101,9 @@ def test_difference_images_are_linked_only_below_the_feedback(tmp_path):
     html = report.render_feedback_html(result)
     assert '<a href="images/n_257/c.png">difference image of c</a>' in html
     assert "javascript:" not in html and "../../other" not in html
-    assert "([difference image of c](images/n_257/c.png))" in report.render_feedback(result)
+    markdown = report.render_feedback(result)
+    assert "([difference image of c](images/n_257/c.png))" in markdown
+    assert "javascript" not in markdown and "../../other" not in markdown
 
 
 def test_a_sanitizer_that_was_not_run_still_renders():
