@@ -72,13 +72,26 @@ class Reporter:
     def _end(self, published, interrupted) -> None: ...
 
 
-def _closing_line(published: dict, interrupted: bool) -> str:
-    counts = published["info"]["counts"]
+def _closing_lines(published: dict, interrupted: bool) -> list[str]:
+    info = published["info"]
+    counts = info["counts"]
     head = "interrupted: " if interrupted else ""
-    if published["info"]["complete"]:
-        return f"{head}all {counts['handins']} hand-ins graded"
-    return (f"{head}{counts['graded']} of {counts['handins']} hand-ins graded; run the same command "
-            "again to grade the rest (what was graded is kept)")
+    shared = counts.get("shared_ids", 0)
+    if info["complete"] and not shared:
+        lines = [f"{head}all {counts['handins']} hand-ins graded"]
+    elif info["complete"]:
+        lines = [f"{head}{counts['handins']} hand-ins graded, but {shared} student{'s' if shared != 1 else ''} "
+                 "handed in more than once: each hand-in was graded and flagged in summary.html, and canvas.csv "
+                 "has no grade for them until you decide which hand-in counts"]
+    else:
+        lines = [f"{head}{counts['graded']} of {counts['handins']} hand-ins graded; run the same command "
+                 "again to grade the rest (what was graded is kept)"]
+    missing = info.get("missing") or []
+    if missing:
+        names = ", ".join(_one(m["student"]) for m in missing[:20]) + (", ..." if len(missing) > 20 else "")
+        lines.append(f"{len(missing)} student{'s' if len(missing) != 1 else ''} on the roster handed nothing in: "
+                     f"{names}")
+    return lines
 
 
 class PlainReporter(Reporter):
@@ -111,7 +124,8 @@ class PlainReporter(Reporter):
                   f"({self.rate_per_min():.1f}/min{tail})")
 
     def _end(self, published, interrupted) -> None:
-        self._say(_closing_line(published, interrupted))
+        for line in _closing_lines(published, interrupted):
+            self._say(line)
         for name, path in published["paths"].items():
             self._say(f"wrote {name}: {path}")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import handin
+from cudalab import batch, handin, labs
 from test_check import good_source, intake, intake_messages, repo_config, special, tar_with
 
 
@@ -83,8 +83,8 @@ def _deep(folder: Path, levels: int) -> None:
 ])
 def test_a_folder_over_the_caps_is_hashed_within_them(tmp_path, monkeypatch, shape, words):
     """A folder hand-in of many files, one folder of many names, a deep tree or a big file:
-    the hash reads no more than the caps allow and says so in a sentence; a link to a huge
-    tree outside is never followed."""
+    the hash reads no more than the caps allow and says so in a sentence, which the batch
+    shows as a flag; a link to a huge tree outside is never followed."""
     config = repo_config(tmp_path, handin_max_entries=50, handin_max_total_bytes=64 * 1024)
     folder = tmp_path / "handins" / "s1"
     folder.mkdir(parents=True)
@@ -115,6 +115,8 @@ def test_a_folder_over_the_caps_is_hashed_within_them(tmp_path, monkeypatch, sha
     assert "links were not followed" in hashed.over
     assert len(opened) <= 50 and not any(str(outside) in path for path in opened)
     assert handin.digest(folder, config) == hashed, "the same hand-in, the same hash"
+    jobs, skipped = batch.discover(config, labs.load_lab(config, "vector_add"), folder.parent)
+    assert skipped == [] and jobs[0].flags == {"over_caps": hashed.over} and jobs[0].sha256 == hashed.sha256
 
 
 def test_an_archive_over_the_limit_is_hashed_in_part(tmp_path):
