@@ -4,11 +4,16 @@
     cudalab batch LAB HAND-INS --out DIR --executor slurm [--partition P] [--max-parallel N] ...
 
 HAND-INS is a folder with one hand-in per student: a folder, a .tar.gz/.tgz/.tar or a .zip
-(what `cudalab pack` makes). The student's id comes from the hand-in's manifest, else from
-its name (`vector_add-s123.tar.gz` and `s123/` are both s123); it is only ever data: the
-student's results folder is named by the grader (a cleaned form of the id and a hash of
-it). Each hand-in is graded exactly as `cudalab grade` grades one (staged, built and run in
-the sandbox, judged by the trusted checker, timed against the reference in the same
+(what `cudalab pack` makes). Who handed it in comes from how the hand-ins were collected,
+never from what a hand-in says about itself: its name (`vector_add-s123.tar.gz` and `s123/`
+are both s123) or, with `--roster FILE` (a CSV with columns id, name, lms_id), the roster's
+student whose LMS id the name carries (Canvas names a download
+`<name>_[LATE_]<LMS id>_<submission id>_<file name>`) or whose id the name is. A manifest
+(cudalab-manifest.json) naming another student, two hand-ins of one student, and a hand-in
+of nobody on the roster are graded and flagged for the instructor; roster students without
+a hand-in are listed. An id is only ever data: the student's results folder is named by the
+grader (a cleaned form of the id and a hash of it). Each hand-in is graded exactly as
+`cudalab grade` grades one (staged, built and run in the sandbox, judged by the trusted checker, timed against the reference in the same
 session): builds run side by side on the CPU cores, and each GPU runs one program at a
 time, its timing rounds alone (gpu.exclusive), so that one grade's checks on the CPU go on
 while the next uses the GPU.
@@ -37,12 +42,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import fcntl
-import hashlib
+import io
 import json
 import os
-import stat
-from dataclasses import dataclass
+import re
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__, console, handin, labs, publish, report
@@ -52,8 +59,6 @@ from .config import Config
 from .errors import UsageError
 from .exit_codes import Cli
 from .labspec import LabSpec
-from .pack import STUDENT_ID
-from .sdk import sha256_file
 
 SCHEMA = "cudalab.batch/1"
 RECORD_SCHEMA = "cudalab.batch-record/1"
@@ -62,41 +67,84 @@ RECORDS = "records"
 SCHEDULER_FAILURE = "scheduler_failure"  # in a result: the cluster stopped the grade (what and why)
 GRADER_FAILURE = "grader_failure"        # in a result: the grader failed on this hand-in (where and why)
 _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
+# How Canvas names each file of a submissions download: the student's sortable name, LATE
+# for a late one, the student's Canvas user id, the submission's id, the file's own name.
+_LMS_DOWNLOAD = re.compile(r"[^_]+_(?:LATE_)?(?P<lms_id>\d+)_\d+_.+")
+_ROSTER_COLUMNS = ("id", "name", "lms_id", "section")
+_MANIFEST_ID_SHOWN = 100  # characters of a manifest's claimed id kept in the record and the flag
 
 
 # --- the hand-ins ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Job:
-    """One student's hand-in to grade."""
-    key: str        # the grader's name for this student's files (publish.safe_id): records/<key>.json, students/<key>/
+    """One hand-in to grade."""
+    key: str        # the grader's name for this hand-in's files (publish.safe_id): records/<key>.json, students/<key>/
     student: str    # the id, as data
     handin: Path    # the folder or archive
     sha256: str     # of the archive, or of the folder's files
-    id_from: str    # 'manifest' or 'name'
+    id_from: str    # 'name' (the hand-in's name) or 'roster' (the roster's student for that name)
+    # What an instructor should look at about who handed it in, or its size (publish.FLAG_WORDS
+    # kind -> the sentence): manifest_mismatch, not_on_roster, over_caps.
+    flags: dict[str, str] = field(default_factory=dict)
+    manifest_student: str | None = None  # what its manifest claims, as data
+    name: str = ""      # the roster's
+    lms_id: str = ""
+    section: str = ""
 
     def to_json(self) -> dict:
         return {"key": self.key, "student": self.student, "handin": self.handin.name,
-                "handin_path": str(self.handin), "sha256": self.sha256, "id_from": self.id_from}
+                "handin_path": str(self.handin), "sha256": self.sha256, "id_from": self.id_from,
+                "flags": dict(self.flags), "manifest_student": self.manifest_student, "name": self.name,
+                "lms_id": self.lms_id, "section": self.section}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Job":
+        return cls(data["key"], data["student"], Path(data["handin_path"]), data["sha256"], data["id_from"],
+                   dict(data.get("flags") or {}), data.get("manifest_student"), data.get("name") or "",
+                   data.get("lms_id") or "", data.get("section") or "")
 
 
-def folder_digest(folder: Path) -> str:
-    """sha256 over a folder's files (their paths and contents), never following a link."""
-    digest = hashlib.sha256()
-    for top, dirs, files in os.walk(folder, followlinks=False):
-        dirs.sort()
-        for name in sorted(files):
-            path = Path(top) / name
-            relative = path.relative_to(folder).as_posix()
-            mode = path.lstat().st_mode
-            content = (sha256_file(path) if stat.S_ISREG(mode)
-                       else f"link:{os.readlink(path)}" if stat.S_ISLNK(mode) else "other")
-            digest.update(f"{relative}\0{content}\n".encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()
+@dataclass(frozen=True)
+class RosterStudent:
+    id: str
+    name: str = ""
+    lms_id: str = ""
+    section: str = ""
 
 
-def handin_digest(path: Path) -> str:
-    return folder_digest(path) if path.is_dir() and not path.is_symlink() else sha256_file(path)
+def read_roster(path: Path) -> list[RosterStudent]:
+    """The instructor's roster: a CSV whose header names the columns id (required), name,
+    lms_id and section (each optional, in any order). UsageError, in a sentence, for a file
+    that is not one."""
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"The roster {path} cannot be read ({err}); give a UTF-8 CSV file with the "
+                         "columns id, name, lms_id.") from None
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    header = [cell.strip().lower().replace(" ", "_") for cell in rows[0]] if rows else []
+    if "id" not in header:
+        raise UsageError(f"The roster {path} has no id column: its first line must name the columns, "
+                         "such as: id,name,lms_id")
+    where = {column: header.index(column) for column in _ROSTER_COLUMNS if column in header}
+    students: list[RosterStudent] = []
+    seen: dict[tuple[str, str], int] = {}
+    for number, row in enumerate(rows[1:], 2):
+        if not any(cell.strip() for cell in row):
+            continue
+        values = {column: row[index].strip() if index < len(row) else "" for column, index in where.items()}
+        if not values["id"]:
+            raise UsageError(f"The roster {path}, line {number}, has no id; every student needs one.")
+        for column in ("id", "lms_id"):
+            value = values.get(column)
+            if value and (column, value) in seen:
+                raise UsageError(f"The roster {path} gives {column} {value!r} twice (lines "
+                                 f"{seen[column, value]} and {number}); each student needs their own.")
+            if value:
+                seen[column, value] = number
+        students.append(RosterStudent(**values))
+    return students
 
 
 def _name_id(lab: str, name: str) -> str:
@@ -118,13 +166,40 @@ def _is_handin(path: Path) -> str | None:
     return "it is neither a folder nor a .tar.gz, .tgz, .tar or .zip archive"
 
 
-def discover(config: Config, spec: LabSpec, folder: Path) -> tuple[list[Job], list[dict]]:
-    """The hand-ins in `folder`, one job per student, and the entries that were skipped
-    (with why). The id is the manifest's `student` when it has one, else the name's."""
+def identify(lab: str, name: str, roster: list[RosterStudent] | None) -> tuple[str, RosterStudent | None]:
+    """Whose a hand-in is, from its name alone: (id, the roster's student or None). With a
+    roster: the student whose LMS id an LMS download's name carries, else the student whose
+    id the name is; else (no roster, or nobody on it) the id the name gives."""
+    from_name = _name_id(lab, name)
+    if roster is not None:
+        download = _LMS_DOWNLOAD.fullmatch(name)
+        by_lms = {s.lms_id: s for s in roster if s.lms_id}
+        if download and download["lms_id"] in by_lms:
+            student = by_lms[download["lms_id"]]
+            return student.id, student
+        by_id = {s.id: s for s in roster}
+        if from_name in by_id:
+            return from_name, by_id[from_name]
+    return from_name, None
+
+
+def handin_key(student: str, handin_name: str, shared: bool) -> str:
+    """The grader's name for a hand-in's records and folder: the student's (publish.safe_id),
+    or where several hand-ins are one student's, one per hand-in."""
+    return publish.safe_id(f"{student}/{handin_name}" if shared else student)
+
+
+def discover(config: Config, spec: LabSpec, folder: Path,
+             roster: list[RosterStudent] | None = None) -> tuple[list[Job], list[dict]]:
+    """The hand-ins in `folder`, one job each, and the entries that were skipped (with why).
+    The id comes from the name (and the roster): see identify(). A manifest that names
+    another student, two hand-ins of one student, a hand-in of nobody on the roster and one
+    over the intake's caps are graded and flagged (Job.flags; publish flags the hand-ins that
+    share a student)."""
     if not folder.is_dir():
         raise UsageError(f"{folder} is not a folder. Give the folder that holds one hand-in per student "
                          "(folders, .tar.gz or .zip archives).")
-    jobs: dict[str, Job] = {}
+    found: list[dict] = []
     skipped: list[dict] = []
     for path in sorted(folder.iterdir(), key=lambda p: p.name):
         if path.name.startswith("."):
@@ -134,20 +209,41 @@ def discover(config: Config, spec: LabSpec, folder: Path) -> tuple[list[Job], li
             skipped.append({"name": path.name, "reason": why})
             continue
         try:
-            manifest = manifest_of(handin.read_hand_in(path, spec, config))
-        except Exception:  # its grade says what is wrong with it; the id comes from its name
-            manifest = None
-        said = (manifest or {}).get("student")
-        if isinstance(said, str) and STUDENT_ID.fullmatch(said):
-            student, id_from = said, "manifest"
-        else:
-            student, id_from = _name_id(spec.name, path.name), "name"
-        key = publish.safe_id(student)
-        if key in jobs:
-            skipped.append({"name": path.name, "reason": f"another hand-in ({jobs[key].handin.name}) is "
-                            f"also student {student!r}'s; only that one is graded"})
+            hashed = handin.digest(path, config)
+        except OSError as err:
+            skipped.append({"name": path.name, "reason": f"it cannot be read ({err.strerror or err})"})
             continue
-        jobs[key] = Job(key, student, path.resolve(), handin_digest(path), id_from)
+        student, on_roster = identify(spec.name, path.name, roster)
+        flags: dict[str, str] = {}
+        try:
+            said = (manifest_of(handin.read_hand_in(path, spec, config)) or {}).get("student")
+        except Exception:  # its grade says what is wrong with it; the id comes from its name anyway
+            said = None
+        said = said[:_MANIFEST_ID_SHOWN] if isinstance(said, str) else None  # what it claims, as data
+        if said is not None and said != student:
+            by = "the roster's student for its name" if on_roster else "the id its name gives"
+            flags["manifest_mismatch"] = (f"its manifest (cudalab-manifest.json) names student {said!r}; it was "
+                                          f"graded as {student!r}, {by}. A manifest is written by the student "
+                                          "and decides nothing: check who handed it in.")
+        if roster is not None and on_roster is None:
+            flags["not_on_roster"] = (f"{student!r} (from the name {path.name!r}) is nobody on the roster: "
+                                      "add the student to it, or rename the hand-in to their id.")
+        if hashed.over:
+            flags["over_caps"] = hashed.over
+        found.append({"path": path, "student": student, "roster": on_roster, "flags": flags,
+                      "sha256": hashed.sha256, "manifest_student": said})
+    per_student = Counter(item["student"] for item in found)
+    jobs: dict[str, Job] = {}
+    for item in found:
+        student, path = item["student"], item["path"]
+        key = handin_key(student, path.name, per_student[student] > 1)  # publish flags them
+        if key in jobs:  # two ids of one cleaned form and hash: never seen, but never a silent overwrite
+            skipped.append({"name": path.name, "reason": f"its records would share a folder with "
+                            f"{jobs[key].handin.name}'s; rename one of them"})
+            continue
+        person = item["roster"] or RosterStudent(student)
+        jobs[key] = Job(key, student, path.resolve(), item["sha256"], "roster" if item["roster"] else "name",
+                        item["flags"], item["manifest_student"], person.name, person.lms_id, person.section)
     return list(jobs.values()), skipped
 
 
@@ -221,15 +317,18 @@ class Store:
         record = {"schema": RECORD_SCHEMA, "job": job.to_json(), "graded_at": report.timestamp(), "result": result}
         report.atomic_write_text(self.records / f"{job.key}.json", json.dumps(record, indent=2) + "\n")
 
-    def student_dir(self, student: str) -> Path:
-        return publish.student_dir(self.out, student)
+    def student_dir(self, job: Job) -> Path:
+        """Where a hand-in's feedback goes (publish.write_student writes there too)."""
+        return publish.student_dir(self.out, job.key)  # a key is its own safe_id
 
 
 # --- one job --------------------------------------------------------------------------------
 
 def set_submission(result: dict, job: Job) -> None:
     result["submission"] = {"name": job.student, "folder": str(job.handin), "student": job.student,
-                            "handin": job.handin.name, "sha256": job.sha256}
+                            "handin": job.handin.name, "sha256": job.sha256, "id_from": job.id_from}
+    if job.flags:
+        result["submission"]["flags"] = dict(job.flags)
 
 
 def begin_job(config: Config, spec: LabSpec, job: Job, scratch: Path, allow_unisolated: bool):
@@ -316,6 +415,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="grade again every hand-in whose hash changed since it was graded")
     parser.add_argument("--allow-unisolated", action="store_true",
                         help="grade even where student code cannot be sandboxed (not official grades)")
+    parser.add_argument("--roster", type=Path, metavar="FILE",
+                        help="the class roster, a CSV with columns id, name, lms_id (and section): hand-ins "
+                        "are matched to students by the LMS id in their download names, or by id; canvas.csv "
+                        "gets the names, and the summary lists who handed nothing in")
     executors.add_arguments(parser)
 
 
@@ -330,11 +433,12 @@ class Plan:
     changed: set[str]             # keys whose hand-in changed since it was graded (kept as graded)
     skipped: list[dict]
     allow_unisolated: bool
+    missing: list[RosterStudent] = field(default_factory=list)  # on the roster, with no hand-in
 
 
 def make_plan(config: Config, spec: LabSpec, store: Store, handins: Path, regrade: list[str],
-              regrade_changed: bool, allow_unisolated: bool) -> Plan:
-    jobs, skipped = discover(config, spec, handins)
+              regrade_changed: bool, allow_unisolated: bool, roster: list[RosterStudent] | None = None) -> Plan:
+    jobs, skipped = discover(config, spec, handins, roster)
     by_student = {job.student: job for job in jobs}
     unknown = [s for s in regrade if s not in by_student]
     if unknown:
@@ -350,7 +454,8 @@ def make_plan(config: Config, spec: LabSpec, store: Store, handins: Path, regrad
                 todo.append(job)
             else:
                 changed.add(job.key)
-    return Plan(config, spec, store, jobs, todo, changed, skipped, allow_unisolated)
+    missing = [student for student in roster or [] if student.id not in by_student]
+    return Plan(config, spec, store, jobs, todo, changed, skipped, allow_unisolated, missing)
 
 
 def entries(plan: Plan) -> list[dict]:
@@ -365,7 +470,8 @@ def entries(plan: Plan) -> list[dict]:
         rows.append({"student": job.student, "key": job.key, "state": state, "result": result,
                      "handin": {"name": job.handin.name, "sha256": job.sha256},
                      "graded_handin": (record or {}).get("job", {}).get("sha256"),
-                     "changed": job.key in plan.changed})
+                     "changed": job.key in plan.changed, "flags": dict(job.flags), "name": job.name,
+                     "lms_id": job.lms_id, "section": job.section})
     return rows
 
 
@@ -385,8 +491,12 @@ def publish_outputs(plan: Plan, started_at: str, executor) -> dict:
     info = {"started_at": started_at, "finished_at": report.timestamp(), "complete": done == len(rows),
             "gpu": (executor.device or {}).get("name"), "gpus": executor.gpus, "executor": executor.name,
             "counts": {"handins": len(rows), "graded": done, "pending": len(rows) - done - failed,
-                       "failed": failed, "changed": len(plan.changed), "skipped": len(plan.skipped)},
-            "skipped": plan.skipped, "feedback_unwritten": unwritten}
+                       "failed": failed, "changed": len(plan.changed), "skipped": len(plan.skipped),
+                       "shared_ids": len(publish.shared_students(rows)),
+                       "missing": len(plan.missing)},
+            "skipped": plan.skipped, "feedback_unwritten": unwritten,
+            "missing": [{"student": s.id, "name": s.name, "lms_id": s.lms_id, "section": s.section}
+                        for s in plan.missing]}
     paths = publish.write_class(plan.store.out, plan.spec.name, plan.spec.title, rows, info)
     return {"info": info, "paths": {k: str(v) for k, v in paths.items()}}
 
@@ -413,7 +523,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
         if executor.name != "slurm":
             _warn_of_slurm_jobs(store)
         plan = make_plan(config, spec, store, args.handins, args.regrade, args.regrade_changed,
-                         args.allow_unisolated)
+                         args.allow_unisolated, read_roster(args.roster) if args.roster else None)
         reporter = progress_module.make(json_lines=args.json)
         reporter.begin(total=len(plan.jobs), done=len(plan.jobs) - len(plan.todo), skipped=plan.skipped,
                        changed=[j.student for j in plan.jobs if j.key in plan.changed])

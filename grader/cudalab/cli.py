@@ -47,9 +47,8 @@ def _report_error(args: argparse.Namespace, err: CudalabError) -> None:
             body["feedback"] = err.feedback
         print(json.dumps(body, indent=2))
     console.error(str(err))
-    if isinstance(err, CompileError):
-        for line in err.feedback:
-            print(line, file=sys.stderr)
+    if isinstance(err, CompileError) and err.feedback:
+        console.text("\n".join(err.feedback), stream=sys.stderr)  # quotes the student's source
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -139,7 +139,7 @@ class LocalExecutor(Executor):
             try:
                 if gpu is not None:
                     pending.config = dataclasses.replace(pending.config, gpu_device=gpu)
-                result = grade.finish(pending, attachments_to=plan.store.student_dir(job.student),
+                result = grade.finish(pending, attachments_to=plan.store.student_dir(job),
                                       device=devices.get(gpu) if gpu is not None else None,
                                       audit=servers.get(gpu) if gpu is not None else None)
                 plan.store.commit(job, result)

@@ -7,12 +7,15 @@ their lab names. So an absolute path, a `..`, a link, a device file, too many en
 a zip bomb can only ever become a finding, never a file outside the staging folder.
 
 `read_hand_in` returns the entries and the intake findings; `file_findings` compares the
-entries with what the lab takes (required files, nothing else, near misses named).
+entries with what the lab takes (required files, nothing else, near misses named);
+`digest` is the hand-in's sha256 (a batch's way to see that it changed), read within the
+same caps.
 """
 from __future__ import annotations
 
 import difflib
 import gzip
+import hashlib
 import io
 import os
 import stat
@@ -148,15 +151,17 @@ class _Reader:
 
     def __init__(self, spec: LabSpec, config: Config, hand_in: HandIn):
         self.spec, self.config, self.hand_in = spec, config, hand_in
-        self.total = 0
+        self.total = self.offered = 0
         self.wanted = set(accepted_names(spec)) | {MANIFEST}
+        self.kinds: dict[str, str] = {}  # name -> kind of every entry taken, to see a name come twice
 
     def finding(self, message: str, name: str | None = None, severity: str = "error") -> None:
         self.hand_in.findings.append(Finding("intake", severity, message, file=name))
 
     def add(self, raw: str, kind: str, size: int, read=None) -> None:
         """Take one entry; `read(limit)` returns up to limit+1 bytes of a file's contents."""
-        if len(self.hand_in.entries) >= self.config.handin_max_entries:
+        self.offered += 1  # refused entries count too, or a million bad names would be a million findings
+        if self.offered > self.config.handin_max_entries:
             raise IntakeLimit(f"The hand-in has more than {self.config.handin_max_entries} entries; "
                               "reading stopped there. Hand in only the lab's files.")
         problem = name_problem(raw)
@@ -165,6 +170,15 @@ class _Reader:
                          "files with plain relative names.", _shown(raw))
             return
         name = _normal(raw)
+        earlier = self.kinds.get(name)
+        if earlier is not None and not (kind == earlier == "dir"):
+            # Which copy a tool unpacks (the first, the last) is its own choice: what one tool
+            # checked need not be what another builds. The hand-in is refused.
+            self.finding(f"The archive holds two entries named {name}. Which one counts would depend on "
+                         "the tool that unpacks it, so the hand-in cannot be taken; make the archive again "
+                         "with one copy of each file (`cudalab pack` does).", name)
+            return
+        self.kinds[name] = kind
         if kind == "symlink":
             self.finding(f"{name} is a symbolic link. Links are not accepted: hand in the file itself.", name)
         elif kind == "hardlink":
@@ -215,10 +229,23 @@ def _capped(handle, limit: int) -> bytes:
     return bytes(out)
 
 
+def _listing(path: Path, limit: int) -> list[str]:
+    """The names in a folder, sorted; IntakeLimit past `limit` (a folder of millions of names
+    is never read whole)."""
+    names = []
+    with os.scandir(path) as entries:
+        for entry in entries:
+            if len(names) >= limit:
+                raise IntakeLimit(f"The folder {path.name} holds more than {limit} entries; reading "
+                                  "stopped there. Hand in only the lab's files.")
+            names.append(entry.name)
+    return sorted(names)
+
+
 def _read_folder(folder: Path, reader: _Reader) -> None:
     def walk(path: Path, prefix: str, depth: int) -> None:
         try:
-            names = sorted(os.listdir(path))
+            names = _listing(path, reader.config.handin_max_entries)
         except OSError as err:
             reader.finding(f"The folder {prefix or path} cannot be read ({err.strerror}).")
             return
@@ -407,6 +434,103 @@ def read_hand_in(path: Path, spec: LabSpec, config: Config) -> HandIn:
 
 def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split())[:200] or type(err).__name__
+
+
+# --- the hand-in's hash -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Digest:
+    """A hand-in's sha256 and, where the hand-in is over the intake's caps and the hash covers
+    only the part read before them, the sentence that says so."""
+    sha256: str
+    over: str | None = None
+
+
+def digest(path: Path, config: Config) -> Digest:
+    """The sha256 of an archive's bytes, or of a folder's names and contents (a link is hashed
+    as its target's text, never followed), read within the intake's caps: at most
+    handin_max_archive_bytes of an archive; at most handin_max_entries entries,
+    handin_max_total_bytes of contents and _MAX_DEPTH folders of a folder. Past a cap it stops,
+    so a hand-in of millions of files or gigabytes costs no more than one within them."""
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        return _folder_digest(path, config)
+    cap = config.handin_max_archive_bytes
+    hashed = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        hashed.update(_capped(handle, cap)[:cap])
+    if size <= cap:
+        return Digest(hashed.hexdigest())
+    hashed.update(f"\0over\0{size}".encode())
+    return Digest(hashed.hexdigest(), f"{path.name} is {size} bytes, over the limit of {cap} for a hand-in; its "
+                                      f"hash covers the first {cap} bytes and its size.")
+
+
+def _folder_digest(folder: Path, config: Config) -> Digest:
+    hashed = hashlib.sha256()
+    entries = total = 0
+    pending = [(folder, "", 0)]  # folders still to read, the next one last
+    over = None
+    while pending and over is None:
+        path, prefix, depth = pending.pop()
+        try:
+            names = _listing(path, config.handin_max_entries)
+        except IntakeLimit:
+            over = f"The folder {prefix.rstrip('/') or path.name} holds more than {config.handin_max_entries} entries"
+            break
+        except OSError:
+            continue  # gone or unreadable: the intake says so when it reads the hand-in
+        folders = []
+        for name in names:
+            entries += 1
+            if entries > config.handin_max_entries:
+                over = f"The hand-in holds more than {config.handin_max_entries} entries"
+                break
+            full, relative = path / name, f"{prefix}{name}"
+            try:
+                mode = os.lstat(full).st_mode
+            except OSError:
+                continue
+            if stat.S_ISDIR(mode):
+                folders.append((full, relative + "/", depth + 1))
+                continue
+            if stat.S_ISLNK(mode):
+                content = f"link:{os.readlink(full)}"
+            elif stat.S_ISREG(mode):
+                content, size = _file_sha256(full, config.handin_max_total_bytes - total)
+                total += size
+                if content is None:
+                    over = f"The hand-in's files hold more than {config.handin_max_total_bytes} bytes"
+                    break
+            else:
+                content = "other"
+            hashed.update(f"{relative}\0{content}\n".encode("utf-8", "surrogateescape"))
+        if over is None and folders and depth >= _MAX_DEPTH:
+            over = f"The hand-in has folders nested more than {_MAX_DEPTH} deep"
+        pending.extend(reversed(folders))
+    if over is None:
+        return Digest(hashed.hexdigest())
+    sentence = f"{over}; its hash covers what was read before that, and links were not followed."
+    hashed.update(f"\0over\0{sentence}".encode())
+    return Digest(hashed.hexdigest(), sentence)
+
+
+def _file_sha256(path: Path, limit: int) -> tuple[str | None, int]:
+    """(sha256, size) of a regular file that is not a link, or (None, size) when it holds more
+    than `limit` bytes ('other' for what is no longer a regular file)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return "other", 0
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return "other", 0
+        data = _capped(handle, max(limit, 0))
+    if len(data) > limit:
+        return None, len(data)
+    return hashlib.sha256(data).hexdigest(), len(data)
 
 
 # --- what the lab takes -------------------------------------------------------------------

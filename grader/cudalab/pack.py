@@ -26,7 +26,9 @@ from .config import Config
 from .errors import UsageError
 from .exit_codes import Cli
 
-STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")  # a student id `pack --student` takes, and `batch` trusts in a manifest
+# A student id `pack --student` takes. It names the archive (<lab>-<id>.tar.gz: the name `batch`
+# takes the id from) and is recorded in the manifest, where `batch` only compares it with that id.
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 
 
 def _version_lines(argv: list[str]) -> list[str]:

@@ -1,12 +1,20 @@
 """A batch's progress: a rich progress bar on a terminal, plain lines in a log, JSON lines
 for machines (--json). Every reporter is told the same things, from several threads:
-begin, phase, started, done, end."""
+begin, phase, started, done, end. Ids and hand-in names come from the hand-ins: the lines
+show them through console.printable, one line each, never as terminal control sequences."""
 from __future__ import annotations
 
 import json
 import sys
 import threading
 import time
+
+from .console import printable
+
+
+def _one(text) -> str:
+    """A student's id or a hand-in's name within a line: it may not break the line."""
+    return printable(text, one_line=True)
 
 
 def _score(result: dict) -> str:
@@ -64,13 +72,26 @@ class Reporter:
     def _end(self, published, interrupted) -> None: ...
 
 
-def _closing_line(published: dict, interrupted: bool) -> str:
-    counts = published["info"]["counts"]
+def _closing_lines(published: dict, interrupted: bool) -> list[str]:
+    info = published["info"]
+    counts = info["counts"]
     head = "interrupted: " if interrupted else ""
-    if published["info"]["complete"]:
-        return f"{head}all {counts['handins']} hand-ins graded"
-    return (f"{head}{counts['graded']} of {counts['handins']} hand-ins graded; run the same command "
-            "again to grade the rest (what was graded is kept)")
+    shared = counts.get("shared_ids", 0)
+    if info["complete"] and not shared:
+        lines = [f"{head}all {counts['handins']} hand-ins graded"]
+    elif info["complete"]:
+        lines = [f"{head}{counts['handins']} hand-ins graded, but {shared} student{'s' if shared != 1 else ''} "
+                 "handed in more than once: each hand-in was graded and flagged in summary.html, and canvas.csv "
+                 "has no grade for them until you decide which hand-in counts"]
+    else:
+        lines = [f"{head}{counts['graded']} of {counts['handins']} hand-ins graded; run the same command "
+                 "again to grade the rest (what was graded is kept)"]
+    missing = info.get("missing") or []
+    if missing:
+        names = ", ".join(_one(m["student"]) for m in missing[:20]) + (", ..." if len(missing) > 20 else "")
+        lines.append(f"{len(missing)} student{'s' if len(missing) != 1 else ''} on the roster handed nothing in: "
+                     f"{names}")
+    return lines
 
 
 class PlainReporter(Reporter):
@@ -81,15 +102,16 @@ class PlainReporter(Reporter):
         self.stream = stream or sys.stderr
 
     def _say(self, line: str) -> None:
-        print(line, file=self.stream, flush=True)
+        print(printable(line), file=self.stream, flush=True)
 
     def _begin(self, skipped, changed) -> None:
         self._say(f"batch: {self.total} hand-ins, {self.done_before} graded before, "
                   f"{self.total - self.done_before} to grade now")
         for entry in skipped:
-            self._say(f"skipped {entry['name']}: {entry['reason']}")
+            self._say(f"skipped {_one(entry['name'])}: {entry['reason']}")
         for student in changed:
-            self._say(f"changed since graded: {student} (its grade is kept; --regrade {student} grades it again)")
+            self._say(f"changed since graded: {_one(student)} (its grade is kept; --regrade {_one(student)} "
+                      "grades it again)")
 
     def _phase(self, text) -> None:
         self._say(f"phase: {text}")
@@ -98,11 +120,12 @@ class PlainReporter(Reporter):
         count = self.done_before + self.done_now
         left = self.left_s()
         tail = f", about {left / 60:.1f} min left" if left is not None else ""
-        self._say(f"[{count}/{self.total}] {job.student}: {_score(result)} "
+        self._say(f"[{count}/{self.total}] {_one(job.student)}: {_score(result)} "
                   f"({self.rate_per_min():.1f}/min{tail})")
 
     def _end(self, published, interrupted) -> None:
-        self._say(_closing_line(published, interrupted))
+        for line in _closing_lines(published, interrupted):
+            self._say(line)
         for name, path in published["paths"].items():
             self._say(f"wrote {name}: {path}")
 
@@ -147,7 +170,7 @@ class RichReporter(PlainReporter):
         self.task = None
 
     def _say(self, line: str) -> None:
-        self.console.print(line, highlight=False, markup=False)
+        self.console.print(printable(line), highlight=False, markup=False)
 
     def _begin(self, skipped, changed) -> None:
         super()._begin(skipped, changed)
@@ -160,12 +183,13 @@ class RichReporter(PlainReporter):
 
     def _started(self, job, what) -> None:
         if self.task is not None:
-            self.bar.update(self.task, description=f"{self.current_phase}: {job.student} ({what})")
+            from rich.markup import escape  # the bar's description is rich markup: an id is not
+            self.bar.update(self.task, description=escape(f"{self.current_phase}: {_one(job.student)} ({what})"))
 
     def _done(self, job, result) -> None:
         if self.task is not None:
             self.bar.update(self.task, advance=1, rate=f"{self.rate_per_min():.1f}/min")
-        self._say(f"{job.student}: {_score(result)}")
+        self._say(f"{_one(job.student)}: {_score(result)}")
 
     def _end(self, published, interrupted) -> None:
         self.bar.stop()

@@ -14,7 +14,12 @@ zero of a hand-in that did not compile, was rejected or used a forbidden library
 the grader could not grade (no GPU, no sandbox, a grader error) stays blank too.
 
 Student ids and hand-in names are data: they name a folder only through safe_id(), every
-page escapes them, and gradebook.csv keeps a spreadsheet from reading them as formulas.
+page escapes them, and no cell of either CSV can be read by a spreadsheet as a formula.
+
+Who handed a hand-in in is the batch's word (from how the hand-ins were collected), never the
+hand-in's: rows whose ids agree are each published and flagged, never merged, and Canvas gets
+no grade for that student until the instructor decides; the batch's own flags (a manifest
+naming someone else, a hand-in of nobody on the roster) are shown with the others.
 """
 from __future__ import annotations
 
@@ -79,6 +84,10 @@ _CRASHED = ("crashed", "cuda_error", "unexpected_exit", "usage", "internal", "no
 
 # What an instructor should look at, in the order summary.html lists them.
 FLAG_WORDS = {
+    "duplicate": "several hand-ins of one student",
+    "manifest_mismatch": "manifest names another student",
+    "not_on_roster": "not on the roster",
+    "over_caps": "hand-in over the size limits",
     "sanitizer": "compute-sanitizer errors",
     "forbidden": "forbidden library",
     "timing": "timing rules broken",
@@ -86,6 +95,9 @@ FLAG_WORDS = {
     "gpu_shared": "GPU shared while timing",
     "changed": "hand-in changed since it was graded",
 }
+
+# The flags a batch gives a row itself (from the hand-ins, not from a result).
+BATCH_FLAGS = ("manifest_mismatch", "not_on_roster", "over_caps")
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -111,6 +123,9 @@ class Entry:
     name: str = ""       # the student's name where the batch knows it
     section: str = ""
     graded_sha256: str = ""  # the hand-in the result is of, where the batch says
+    key: str = ""        # the folder of this row's files under students/ (safe_id of the student by default)
+    lms_id: str = ""     # the student's id in the LMS (Canvas's ID column), where the roster gives it
+    batch_flags: tuple[tuple[str, str], ...] = ()  # (kind in BATCH_FLAGS, sentence)
 
     @property
     def status(self) -> str:
@@ -160,7 +175,17 @@ def read_entry(entry) -> Entry:
              "sha256": _text(handin.get("sha256"), "hand-in sha256", student),
              "name": _text(entry.get("name"), "name", student),
              "section": _text(entry.get("section"), "section", student),
-             "graded_sha256": _text(entry.get("graded_handin"), "graded hand-in sha256", student)}
+             "graded_sha256": _text(entry.get("graded_handin"), "graded hand-in sha256", student),
+             "lms_id": _text(entry.get("lms_id"), "LMS id", student),
+             "key": _text(entry.get("key"), "key", student) or safe_id(student)}
+    if not _SAFE_ID.fullmatch(texts["key"]):
+        raise PublishError(f"The batch entry of {student!r} has the key {texts['key']!r}, which is not a plain "
+                           "folder name; the batch's records are damaged.")
+    flags = entry.get("flags") or {}
+    if not isinstance(flags, dict) or not all(isinstance(v, str) for v in flags.values()):
+        raise PublishError(f"The batch entry of {student!r} has flags that are not a mapping of kinds to "
+                           "sentences; the batch's records are damaged.")
+    batch_flags = tuple((kind, flags[kind]) for kind in BATCH_FLAGS if kind in flags)
     result = entry.get("result")
     if state == "pending":
         result = None  # a result from before the hand-in was queued again is not this grade
@@ -173,7 +198,8 @@ def read_entry(entry) -> Entry:
     elif state == "done":
         raise PublishError(f"The batch entry of {student!r} is done but holds no result; grade the "
                            "hand-in again.")
-    return Entry(student=student, state=state, result=result, changed=entry.get("changed") is True, **texts)
+    return Entry(student=student, state=state, result=result, changed=entry.get("changed") is True,
+                 batch_flags=batch_flags, **texts)
 
 
 _NONE = type(None)
@@ -270,9 +296,33 @@ def _gpu_sharing(result: dict) -> str:
     return gpu.describe(parsed)
 
 
-def flags_of(entry: Entry) -> list[tuple[str, str]]:
-    """(kind, what happened) for each thing an instructor should look at, in FLAG_WORDS order."""
-    found: dict[str, str] = {}
+def shared_students(entries) -> list[str]:
+    """The student ids that more than one row (hand-in) of a batch has, sorted."""
+    counted = Counter(e.student if isinstance(e, Entry) else e.get("student") for e in entries)
+    return sorted(student for student, rows in counted.items() if rows > 1)
+
+
+def _sharing(entries: list[Entry]) -> dict[str, list[Entry]]:
+    """The rows of each student who has more than one."""
+    several = set(shared_students(entries))
+    rows: dict[str, list[Entry]] = {}
+    for entry in entries:
+        if entry.student in several:
+            rows.setdefault(entry.student, []).append(entry)
+    return rows
+
+
+def flags_of(entry: Entry, shared: dict[str, list[Entry]] | None = None) -> list[tuple[str, str]]:
+    """(kind, what happened) for each thing an instructor should look at, in FLAG_WORDS order.
+    `shared`: the rows of each student with more than one (see _sharing)."""
+    found: dict[str, str] = dict(entry.batch_flags)
+    rows = (shared or {}).get(entry.student)
+    if rows:
+        others = ", ".join(repr(other.handin_name or other.key) for other in rows if other is not entry)
+        found["duplicate"] = (f"Student {entry.student!r} has {len(rows)} hand-ins: this one "
+                              f"({entry.handin_name or entry.key!r}) and {others}. Each was graded and none "
+                              "replaces another; canvas.csv has no grade for this student until you decide "
+                              "which counts.")
     result = entry.result or {}
     sanitizer = result.get("sanitizer")
     if isinstance(sanitizer, dict) and sanitizer.get("status") == "errors":
@@ -437,13 +487,15 @@ def write_student(out_dir: Path, entry: dict, lab_title: str) -> dict[str, Path]
     entry: {"student": id, "handin": {"name", "sha256"}, "state": "done" | "pending" |
     "failed_to_grade", "result": the cudalab.grade/1 document or None}; optionally "changed"
     (the hand-in changed since it was graded), "graded_handin" (the sha256 that was graded),
-    "name" and "section" (for canvas.csv). Other keys are the batch's own and are ignored.
+    "name", "lms_id" and "section" (for canvas.csv), "key" (the folder under students/, where
+    one student has several hand-ins) and "flags" (BATCH_FLAGS kind -> sentence). Other keys
+    are the batch's own and are ignored.
     A pending hand-in has no feedback yet: asking for it is an error."""
     checked = read_entry(entry)
     if checked.state == "pending":
         raise PublishError(f"{checked.student!r} has not been graded yet, so there is no feedback to write.")
     result = checked.result if checked.result is not None else _stand_in_result(checked, lab_title)
-    folder = student_dir(out_dir, checked.student)
+    folder = student_dir(out_dir, checked.key)
     texts = {"feedback": (report.FEEDBACK_FILE, _render("feedback.md.j2", result, checked.student)),
              "feedback_html": (report.FEEDBACK_HTML_FILE, _render("feedback.html.j2", result, checked.student))}
     try:
@@ -464,28 +516,28 @@ def write_student(out_dir: Path, entry: dict, lab_title: str) -> dict[str, Path]
 def _read_entries(entries) -> list[Entry]:
     if not isinstance(entries, (list, tuple)):
         raise PublishError(f"The batch's entries must be a list, not {type(entries).__name__}.")
-    checked = sorted((read_entry(entry) for entry in entries), key=lambda e: e.student)
-    ids = Counter(e.student for e in checked)
-    twice = sorted(student for student, n in ids.items() if n > 1)
-    if twice:
-        raise PublishError(f"The batch lists these students more than once: {', '.join(twice)}; "
-                           "each student needs exactly one hand-in row.")
-    folders = Counter(safe_id(e.student) for e in checked)
-    clash = sorted(e.student for e in checked if folders[safe_id(e.student)] > 1)
+    checked = sorted((read_entry(entry) for entry in entries), key=lambda e: (e.student, e.handin_name, e.key))
+    folders = Counter(e.key for e in checked)
+    clash = sorted({f"{e.student!r} ({e.handin_name or 'no hand-in name'})" for e in checked if folders[e.key] > 1})
     if clash:
-        raise PublishError(f"These student ids would share a feedback folder: {', '.join(clash)}; "
-                           "rename one of them.")
+        raise PublishError(f"These rows would share a feedback folder: {', '.join(clash)}. A student with "
+                           "several hand-ins needs a key per hand-in (`cudalab batch` gives one).")
     return checked
 
 
 def _spreadsheet_text(text: str) -> str:
-    """A cell a spreadsheet shows as text: one starting like a formula gets a leading quote."""
-    return "'" + text if text.startswith(_FORMULA_START) else text
+    """A cell a spreadsheet shows as text: one starting like a formula (OWASP's list: = + - @,
+    tab, carriage return; leading spaces aside, which some spreadsheets drop) gets a leading
+    quote."""
+    return "'" + text if text.lstrip(" ").startswith(_FORMULA_START) else text
 
 
 def _csv(rows: list[list[str]]) -> str:
+    """Rows as CSV (the csv module quotes what needs quoting), every cell through
+    _spreadsheet_text: whichever column a student's text reaches, it is text."""
     buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\r\n").writerows(rows)
+    csv.writer(buffer, lineterminator="\r\n").writerows([[_spreadsheet_text(str(cell)) for cell in row]
+                                                         for row in rows])
     return buffer.getvalue()
 
 
@@ -501,15 +553,15 @@ def gradebook_csv(entries: list[Entry]) -> str:
     """One row per student (GRADEBOOK_COLUMNS), sorted by id. Grade cells are blank where the
     outcome is not the student's grade (pending, not run, a grader error)."""
     rows = [list(GRADEBOOK_COLUMNS)]
+    shared = _sharing(entries)
     for entry in entries:
         score = entry.score or {}
         ratio = ratio_of(entry.result) if entry.counts else None
-        rows.append([_spreadsheet_text(entry.student), _spreadsheet_text(entry.handin_name), entry.sha256,
+        rows.append([entry.student, entry.handin_name, entry.sha256,
                      entry.status, _number(score.get("correctness")), _number(score.get("performance")),
                      _number(score.get("total")), _number(score.get("total_max")),
                      "" if ratio is None else f"{ratio:.4g}",
-                     ";".join(kind for kind, _ in flags_of(entry)),
-                     _spreadsheet_text(_row_message(entry))])
+                     ";".join(kind for kind, _ in flags_of(entry, shared)), _row_message(entry)])
     return _csv(rows)
 
 
@@ -526,15 +578,20 @@ def _points_possible(entries: list[Entry]) -> float | None:
 def canvas_csv(entries: list[Entry], lab_title: str, points_possible: float | None = None) -> str:
     """Canvas's gradebook import: its export's identity columns, then one assignment column
     "<lab title> (cudalab)", with a Points Possible row second as Canvas's export has it. The
-    student id goes to SIS User ID (and is the name where none is known); a hand-in without a
-    grade of its own has a blank cell, never a zero."""
+    student id goes to SIS User ID (and is the name where none is known), the LMS id to ID; a
+    hand-in without a grade of its own has a blank cell, never a zero. A student with several
+    hand-ins has one row and a blank cell: Canvas takes one grade, and which hand-in counts is
+    the instructor's decision (summary.html flags them)."""
     possible = points_possible if points_possible is not None else _points_possible(entries)
     rows = [list(CANVAS_COLUMNS) + [f"{lab_title} (cudalab)"],
             [CANVAS_POINTS_POSSIBLE] + [""] * (len(CANVAS_COLUMNS) - 1)
             + ["" if possible is None else f"{possible:.2f}"]]
+    shared = _sharing(entries)
     for entry in entries:
-        score = entry.score
-        rows.append([entry.name or entry.student, "", entry.student, "", entry.section,
+        if entry.student in shared and entry is not shared[entry.student][0]:
+            continue
+        score = None if entry.student in shared else entry.score
+        rows.append([entry.name or entry.student, entry.lms_id, entry.student, "", entry.section,
                      "" if score is None else f"{float(score.get('total') or 0.0):.2f}"])
     return _csv(rows)
 
@@ -600,7 +657,7 @@ def ratio_distribution(ratios: list[float]) -> tuple[str | None, str]:
 
 
 def _link(entry: Entry) -> str:
-    return f"{STUDENTS_DIR}/{safe_id(entry.student)}/{report.FEEDBACK_HTML_FILE}"
+    return f"{STUDENTS_DIR}/{entry.key}/{report.FEEDBACK_HTML_FILE}"
 
 
 def summary_page(lab: str, lab_title: str, entries: list[Entry], batch_info: dict) -> str:
@@ -637,15 +694,19 @@ def summary_page(lab: str, lab_title: str, entries: list[Entry], batch_info: dic
                         "reference_ms": report.ms_text(check.get("reference_ms")),
                         "total": report.points_text(entry.score.get("total")),
                         "flagged": perf.get("flagged") is True})
-    flagged = [{"student": e.student, "link": _link(e),
+    shared = _sharing(entries)
+    flagged = [{"student": e.student, "handin": e.handin_name, "link": _link(e),
                 "flags": [{"kind": kind, "word": FLAG_WORDS[kind], "detail": detail} for kind, detail in flags]}
-               for e in entries for flags in [flags_of(e)] if flags]
-    everyone = [{"student": e.student, "link": _link(e) if e.state != "pending" else None,
+               for e in entries for flags in [flags_of(e, shared)] if flags]
+    everyone = [{"student": e.student, "handin": e.handin_name, "link": _link(e) if e.state != "pending" else None,
                  "status": words.get(e.status, e.status),
                  "total": report.points_text(e.score.get("total")) if e.score else "",
                  "total_max": report.points_text(e.score.get("total_max")) if e.score else "",
                  "ratio": f"{ratio_of(e.result):.3g}" if e.counts and ratio_of(e.result) is not None else "",
-                 "flags": ", ".join(FLAG_WORDS[kind] for kind, _ in flags_of(e))} for e in entries]
+                 "flags": ", ".join(FLAG_WORDS[kind] for kind, _ in flags_of(e, shared))} for e in entries]
+    missing = batch_info.get("missing") or []
+    if not isinstance(missing, list) or not all(isinstance(m, dict) for m in missing):
+        raise PublishError("batch_info's missing must be a list of roster students (student, name).")
     page = {
         "lab": lab, "lab_title": lab_title, "partial": partial, "graded": len(graded), "total": len(entries),
         "pending": pending, "started_at": batch_info.get("started_at"),
@@ -656,6 +717,8 @@ def summary_page(lab: str, lab_title: str, entries: list[Entry], batch_info: dic
         "failures": [{"key": key, "word": FAILURE_REASONS[key], "entries": failures[key]}
                      for key in FAILURE_REASONS if key in failures],
         "fastest": fastest, "flagged": flagged, "everyone": everyone,
+        "missing": [{"student": str(m.get("student") or ""), "name": str(m.get("name") or "")} for m in missing],
+        "shared": len(shared),
     }
     return report.environment().get_template("summary.html.j2").render(s=page)
 
@@ -667,7 +730,8 @@ def write_class(out_dir: Path, lab: str, lab_title: str, entries: list[dict], ba
 
     entries: one per student, as write_student takes them. batch_info: "started_at",
     "finished_at", "gpu" (shown on the page), "complete" (False while hand-ins are pending),
-    "counts" (the batch's own tally; the page counts the entries itself). points_possible:
+    "counts" (the batch's own tally; the page counts the entries itself), "missing" (the
+    roster's students with no hand-in: {"student", "name"} each). points_possible:
     Canvas's Points Possible, where no result says it (every hand-in pending)."""
     if not isinstance(batch_info, dict):
         raise PublishError(f"batch_info must be a mapping (started_at, finished_at, gpu, complete), "

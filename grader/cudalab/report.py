@@ -1,7 +1,10 @@
 """Turn a grade result (the `cudalab.grade/1` JSON document) into files and text.
 
 The templates in cudalab/templates/ render from that document alone, so what a student
-reads and what a machine reads can never disagree.
+reads and what a machine reads can never disagree. A result holds student-controlled text
+(compiler output quoting their source, their program's stderr, file and hand-in names), so
+the HTML templates are autoescaped and the Markdown feedback escapes every value it shows
+(markdown_text): raw HTML, links and images come only from the template itself.
 """
 from __future__ import annotations
 
@@ -69,17 +72,52 @@ def ms_text(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g} ms"
 
 
-def _fence(text: str | list[str]) -> str:
+class Verbatim(str):
+    """Text the Markdown feedback shows as it is: a code fence's own backticks, the lines
+    inside one, text markdown_text has escaped already."""
+
+
+# Markdown that would make a link, an image, raw HTML or a code span of student text, and
+# the backslash that would undo an escape in front of it.
+_MARKDOWN_ACTIVE = re.compile(r"[\\`\[\]@]")
+_HTML_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+# A bare web address becomes a link on GitHub and wherever linkify is on: an escaped colon or
+# dot keeps it text.
+_BARE_LINK = re.compile(r"(?i)\b(https?|ftps?|mailto|www)([:.])")
+
+
+def markdown_text(value) -> str:
+    """`value` as Markdown that shows it literally: no raw HTML (< > & as entities), no link,
+    image, autolink or bare address (brackets, @ and the colon or dot of a scheme escaped) and
+    no code span. What stays (emphasis, a heading) only changes how text looks."""
+    if isinstance(value, Verbatim):
+        return value
+    text = _MARKDOWN_ACTIVE.sub(lambda m: "\\" + m[0], str(value))
+    text = "".join(_HTML_ENTITIES.get(char, char) for char in text)
+    return Verbatim(_BARE_LINK.sub(lambda m: f"{m[1]}\\{m[2]}", text))
+
+
+def _verbatim(text) -> Verbatim:
+    """Lines shown inside a code fence (see _fence): literal there, whatever they hold."""
+    return Verbatim("\n".join(text) if isinstance(text, list) else str(text))
+
+
+def _fence(text: str | list[str]) -> Verbatim:
     """A Markdown code fence longer than any run of backticks in `text`, so that compiler
     output quoting backticks cannot end the block early and turn into Markdown."""
     body = "\n".join(text) if isinstance(text, list) else str(text)
     longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
-    return "`" * max(3, longest + 1)
+    return Verbatim("`" * max(3, longest + 1))
 
 
 def _table_cell(text: str) -> str:
     """Text that stays inside one cell of a Markdown table."""
     return " ".join(str(text).replace("|", "\\|").splitlines())
+
+
+def _escaped_table_cell(text: str) -> Verbatim:
+    """_table_cell of student text: escaped as markdown_text does, then kept in its cell."""
+    return Verbatim(markdown_text(" ".join(str(text).splitlines())).replace("|", "\\|"))
 
 
 def _relative_link(path: str) -> str | None:
@@ -91,22 +129,31 @@ def _relative_link(path: str) -> str | None:
     return path
 
 
-def environment() -> jinja2.Environment:
+# Markdown templates that show student text (every other .md.j2 shows the course's own).
+STUDENT_MARKDOWN = ("feedback.md.j2",)
+
+
+def environment(student_markdown: bool = False) -> jinja2.Environment:
     """The Jinja2 environment of every template the package ships. Templates named *.html.j2
-    are autoescaped: whatever a result holds (compiler output, a file name) is shown as text."""
+    are autoescaped: whatever a result holds (compiler output, a file name) is shown as text.
+    With `student_markdown` (the STUDENT_MARKDOWN templates) every value a template shows
+    passes through markdown_text, unless a filter made it Verbatim (fence, verbatim,
+    table_cell)."""
     env = jinja2.Environment(loader=jinja2.PackageLoader("cudalab", "templates"),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
                              trim_blocks=True, lstrip_blocks=True,
+                             finalize=markdown_text if student_markdown else None,
                              autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",),
                                                                  default_for_string=False, default=False))
-    env.filters.update(points=points_text, ms=ms_text, fence=_fence, table_cell=_table_cell,
-                       relative_link=_relative_link)
+    env.filters.update(points=points_text, ms=ms_text, fence=_fence,
+                       table_cell=_escaped_table_cell if student_markdown else _table_cell,
+                       relative_link=_relative_link, verbatim=_verbatim)
     env.globals.update(status_words=STATUS_WORDS)
     return env
 
 
 def render(template: str, result: dict) -> str:
-    return environment().get_template(template).render(r=result)
+    return environment(student_markdown=template in STUDENT_MARKDOWN).get_template(template).render(r=result)
 
 
 def render_summary(result: dict) -> str:

@@ -357,8 +357,7 @@ class Tasks:
             data = json.loads(path.read_text(encoding="utf-8"))
             if data.get("schema") != TASKS_SCHEMA:
                 raise ValueError(f"its schema is {data.get('schema')!r}, not {TASKS_SCHEMA}")
-            jobs = [batch.Job(j["key"], j["student"], Path(j["handin_path"]), j["sha256"], j["id_from"])
-                    for j in data["jobs"]]
+            jobs = [batch.Job.from_json(j) for j in data["jobs"]]
             return cls(folder, data["submission"], data["lab"], Path(data["out"]), float(data["submitted_at"]),
                        bool(data["allow_unisolated"]), config_from_json(data["config"]), jobs)
         except (OSError, ValueError, KeyError, TypeError) as err:
@@ -395,7 +394,7 @@ def build_task(tasks: Tasks, index: int, started: float) -> int:
     pending, handin_folder = batch.begin_job(config, spec, job, scratch_root(config), tasks.allow_unisolated)
     remove_tree(handin_folder)  # the build staged what it needs
     if pending.error is not None or pending.binary is None:
-        result = grade.finish(pending, attachments_to=store.student_dir(job.student))
+        result = grade.finish(pending, attachments_to=store.student_dir(job))
         _stamp(result, tasks, "build", _step_info(tasks, "build", index, started, tasks.submitted_at))
         store.commit(job, result)
         print(f"task {index} ({job.key}): {result['status']}, committed; no GPU step is needed", flush=True)
@@ -468,7 +467,7 @@ def gpu_task(tasks: Tasks, index: int, started: float) -> int:
     config, binary, tmp = _on_this_node(dataclasses.replace(tasks.config, gpu_device=device), state)
     spec = labs.load_lab(config, tasks.lab)
     pending = grade.Pending(state["result"], config, spec, binary=binary, tmp=tmp)
-    result = grade.finish(pending, attachments_to=store.student_dir(job.student))
+    result = grade.finish(pending, attachments_to=store.student_dir(job))
     _stamp(result, tasks, "gpu", _step_info(tasks, "gpu", index, started, float(state["built_at"])))
     store.commit(job, result)
     path.unlink(missing_ok=True)

@@ -242,5 +242,18 @@ def class_entries(count: int = 40, pending: int = 6) -> list[dict]:
         if number == 9:
             entry["changed"] = True
             entry["graded_handin"] = hashlib.sha256(b"the hand-in as it was graded").hexdigest()
+        if number in IDENTITY_FLAGS:  # what the batch says of a hand-in's name, manifest or size
+            entry["flags"] = dict([IDENTITY_FLAGS[number]])
         entries.append(entry)
     return entries
+
+
+IDENTITY_FLAGS = {
+    2: ("manifest_mismatch", "its manifest (cudalab-manifest.json) names student 's1000'; it was graded as "
+                             "'s1014', the id its name gives. A manifest is written by the student and decides "
+                             "nothing: check who handed it in."),
+    4: ("not_on_roster", "'s1028' (from the name 's1028.tar.gz') is nobody on the roster: add the student to it, "
+                         "or rename the hand-in to their id."),
+    6: ("over_caps", "The hand-in holds more than 200 entries; its hash covers what was read before that, and "
+                     "links were not followed."),
+}

@@ -69,8 +69,8 @@ def handins(tmp_path: Path) -> Path:
     folder = tmp_path / "handins"
     folder.mkdir()
     for student, (form, behaviour) in CLASS.items():
-        if student == "frank":  # the id comes from the manifest, not from the upload's name
-            write_handin(folder, student, form, behaviour, name="upload_8812.zip", manifest_student="frank")
+        if student == "frank":  # packed with `cudalab pack --student frank`: the manifest agrees with the name
+            write_handin(folder, student, form, behaviour, manifest_student="frank")
         else:
             write_handin(folder, student, form, behaviour)
     (folder / "notes.txt").write_text("not a hand-in\n")
@@ -134,8 +134,8 @@ def test_a_mixed_class_is_graded_with_every_output(toy_config, handins, uninterr
         runs = [p["what"] for p in found[student]["result"]["provenance"]["processes"]]
         assert not any(what.startswith("toy_solution --paced") for what in runs)
         assert sum(what.startswith("toy_submission --paced") for what in runs) == 2
-    # The id came from the manifest for frank, from the name for the others; each hand-in's hash is kept.
-    assert found["frank"]["job"]["id_from"] == "manifest" and found["frank"]["job"]["handin"] == "upload_8812.zip"
+    # The id came from each hand-in's name (frank's manifest agrees: no flag); each hand-in's hash is kept.
+    assert found["frank"]["job"]["id_from"] == "name" and found["frank"]["job"]["flags"] == {}
     assert found["bob"]["job"]["id_from"] == "name" and len(found["bob"]["job"]["sha256"]) == 64
     # The class outputs and every student's feedback.
     assert set(gradebook(out)) == set(CLASS)
@@ -268,3 +268,119 @@ def test_one_hand_in_the_grader_fails_on_never_stops_the_batch(toy_config, tmp_p
     assert "3 of 4 hand-ins graded" in stderr
     again, _, stderr = run_batch(toy_config, folder, out)
     assert again == 24 and "4 hand-ins, 3 graded before, 1 to grade now" in stderr
+
+
+# --- who handed it in: the collection's word, never the hand-in's ----------------------------------
+
+def _class_folder(tmp_path: Path, name: str = "identity") -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    return folder
+
+
+def _gradebook_rows(out: Path) -> list[dict]:
+    with open(out / "gradebook.csv", newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _canvas_rows(out: Path) -> list[list[str]]:
+    with open(out / "canvas.csv", newline="", encoding="utf-8") as handle:
+        return list(csv.reader(handle))[2:]
+
+
+def test_a_manifest_naming_a_classmate_takes_nobodys_place(toy_config, tmp_path):
+    """mallory packs her hand-in with `--student alice`: both are graded under the ids their
+    names give, alice keeps her own grade everywhere, and mallory's row is flagged."""
+    folder = _class_folder(tmp_path)
+    write_handin(folder, "alice", "folder", {"sample_ms": 1.0})
+    write_handin(folder, "mallory", "tar.gz", {"compile_error": True}, manifest_student="alice")
+    out = tmp_path / "out"
+    code, _, stderr = run_batch(toy_config, folder, out)
+    assert code == 0, stderr
+    found = records(out)
+    assert set(found) == {"alice", "mallory"}
+    assert found["alice"]["result"]["status"] == "graded" and found["alice"]["job"]["flags"] == {}
+    assert found["mallory"]["job"]["manifest_student"] == "alice"
+    assert "names student 'alice'" in found["mallory"]["job"]["flags"]["manifest_mismatch"]
+    assert found["mallory"]["result"]["submission"]["flags"] == found["mallory"]["job"]["flags"]
+    rows = {row["student"]: row for row in _gradebook_rows(out)}
+    assert (rows["alice"]["status"], rows["alice"]["total"], rows["alice"]["flags"]) == ("graded", "100", "")
+    assert (rows["mallory"]["status"], rows["mallory"]["flags"]) == ("compile_error", "manifest_mismatch")
+    assert {row[2]: row[5] for row in _canvas_rows(out)} == {"alice": "100.00", "mallory": "0.00"}
+    page = (out / "summary.html").read_text()
+    assert '<a href="students/alice/feedback.html">alice</a>' in page
+    assert "manifest names another student" in page and "names student &#39;alice&#39;" in page
+
+
+def test_two_hand_ins_of_one_student_are_both_graded_shown_and_flagged(toy_config, tmp_path):
+    folder = _class_folder(tmp_path)
+    write_handin(folder, "bob", "tar.gz", {"sample_ms": 1.0})
+    write_handin(folder, "bob", "zip", {"compile_error": True})
+    write_handin(folder, "carol", "folder", {"sample_ms": 1.0})
+    out = tmp_path / "out"
+    code, _, stderr = run_batch(toy_config, folder, out)
+    assert code == 0, stderr
+    bobs = [json.loads(path.read_text()) for path in (out / "records").glob("*.json")
+            if json.loads(path.read_text())["job"]["student"] == "bob"]
+    assert sorted((r["job"]["handin"], r["result"]["status"]) for r in bobs) == \
+        [("bob.zip", "compile_error"), ("toy-bob.tar.gz", "graded")]
+    assert len({r["job"]["key"] for r in bobs}) == 2
+    rows = [row for row in _gradebook_rows(out) if row["student"] == "bob"]
+    assert sorted((row["handin"], row["flags"]) for row in rows) == \
+        [("bob.zip", "duplicate"), ("toy-bob.tar.gz", "duplicate")]
+    assert {row[2]: row[5] for row in _canvas_rows(out)} == {"bob": "", "carol": "100.00"}
+    for record in bobs:
+        assert (out / "students" / record["job"]["key"] / "feedback.md").is_file()
+    assert "all 3 hand-ins graded" not in stderr
+    assert "1 student handed in more than once: each hand-in was graded and flagged" in stderr
+    assert 'id="shared-banner">1 student handed in more than once.' in (out / "summary.html").read_text()
+
+
+def test_a_roster_names_the_students_and_lists_who_handed_nothing_in(toy_config, tmp_path):
+    folder = _class_folder(tmp_path)
+    # A Canvas download: <sortable name>_<Canvas user id>_<submission id>_<the student's file name>.
+    write_handin(folder, "s1", "tar.gz", {"sample_ms": 1.0}, name="lovelaceada_101_9001_toy-s2.tar.gz")
+    write_handin(folder, "s2", "zip", {"sample_ms": 1.0}, name="s2.zip")
+    write_handin(folder, "zed", "tar.gz", {"compile_error": True})
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,name,lms_id,section\ns1,\"Lovelace, Ada\",101,Lab A\ns2,Bob,102,\ns3,Cy,103,Lab B\n")
+    out = tmp_path / "out"
+    code, _, stderr = run_batch(toy_config, folder, out, "--roster", str(roster))
+    assert code == 0, stderr
+    found = records(out)
+    assert set(found) == {"s1", "s2", "zed"}, "the LMS id decides, not the file name the student chose"
+    assert found["s1"]["job"]["id_from"] == "roster" and found["s1"]["job"]["flags"] == {}
+    assert "nobody on the roster" in found["zed"]["job"]["flags"]["not_on_roster"]
+    canvas = {row[2]: row for row in _canvas_rows(out)}
+    assert canvas["s1"] == ["Lovelace, Ada", "101", "s1", "", "Lab A", "100.00"]
+    assert canvas["s2"][:2] == ["Bob", "102"] and canvas["zed"][:2] == ["zed", ""]
+    assert "1 student on the roster handed nothing in: s3" in stderr
+    page = (out / "summary.html").read_text()
+    assert "On the roster, no hand-in (1)" in page and "<li>s3 (Cy)</li>" in page
+    assert "not on the roster" in page
+
+
+def test_a_roster_that_is_not_one_is_refused_in_a_sentence(toy_config, tmp_path):
+    folder = _class_folder(tmp_path)
+    write_handin(folder, "s1", "folder", {"sample_ms": 1.0})
+    for text, words in (("name,lms_id\nAda,101\n", "has no id column"),
+                        ("id,lms_id\ns1,101\ns2,101\n", "gives lms_id '101' twice (lines 2 and 3)"),
+                        ("id,name\n,Ada\n", "line 2, has no id")):
+        roster = tmp_path / "roster.csv"
+        roster.write_text(text)
+        code, _, stderr = run_batch(toy_config, folder, tmp_path / "out", "--roster", str(roster))
+        assert code == 2 and words in stderr and "Traceback" not in stderr, stderr
+
+
+def test_control_characters_in_names_reach_the_terminal_as_visible_text(toy_config, tmp_path):
+    """A hand-in whose name carries an OSC 52 (set the clipboard) and a line rewrite (erase
+    the line, carriage return, a fake PASS): the batch's lines show them as escapes."""
+    folder = _class_folder(tmp_path)
+    evil = "\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2K\rPASS\nfake line"
+    write_handin(folder, evil, "tar.gz", {"compile_error": True})
+    out = tmp_path / "out"
+    code, _, stderr = run_batch(toy_config, folder, out)
+    assert code == 0, stderr
+    assert not any(char in stderr for char in "\x1b\x07\r"), repr(stderr)
+    assert "\\x1b]52;c;cm0gLXJmIH4=\\x07\\x1b[2K\\rPASS\\nfake line: compile_error" in stderr
+    assert "\nfake line" not in stderr, "an id never starts a line of its own"

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
+from markdown_it import MarkdownIt
 
 from cudalab import publish, report
 from grade_results import OUTCOMES, assert_matches_golden, class_entries, entry_for
@@ -32,7 +33,8 @@ def _validator():
 
 
 def _rows(path: Path) -> list[list[str]]:
-    return list(csv.reader(io.StringIO(path.read_text(encoding="utf-8"), newline="")))
+    with open(path, encoding="utf-8", newline="") as handle:
+        return list(csv.reader(handle))
 
 
 # --- per student --------------------------------------------------------------------------------
@@ -68,6 +70,31 @@ def test_html_feedback_shows_student_text_and_never_runs_it(tmp_path):
         "the code fence outlasts any run of backticks in the compiler output"
 
 
+def test_markdown_feedback_shows_student_text_without_html_or_links(tmp_path):
+    """Student-controlled text (the hand-in's name, messages quoting file names, warnings,
+    stderr, compiler output) reaches feedback.md as text: no raw HTML, no link, image or bare
+    address; inside a code fence it stays as it is, and the fence stays closed."""
+    result = OUTCOMES["graded"]()
+    result["submission"]["name"] = '<img src=x onerror=alert(1)>'
+    result["message"] = "See [your grade](https://evil.example/phish) or ![x](http://evil.example/t.png) \\[a](b)"
+    result["warnings"] = ["<script>alert(1)</script>.cu was ignored", "www.evil.example and <https://evil.example>",
+                          "mail me at mallory@evil.example"]
+    result["cases"][1]["message"] = "c[1] is <b>wrong</b> | [x](javascript:alert(1))"
+    result["cases"][1]["difference_images"] = {"c": "javascript:alert(1)"}
+    result["run"].update(status="crashed", description="it crashed", stderr_head="<b>[raw](http://x)</b>\n```")
+    markdown = report.render_feedback(result)
+    tokens = MarkdownIt("commonmark").enable("table").parse(markdown)  # as the handouts are rendered
+    inline = [child for token in tokens for child in (token.children or [])]
+    assert not [t.type for t in tokens + inline if t.type in ("html_block", "html_inline", "link_open", "image")]
+    assert "&lt;img src=x onerror=alert(1)&gt;" in markdown and "&lt;script&gt;" in markdown
+    assert "\\[your grade\\](https\\://evil.example/phish)" in markdown and "www\\.evil.example" in markdown
+    assert "mallory\\@evil.example" in markdown
+    assert "c\\[1\\] is &lt;b&gt;wrong&lt;/b&gt; \\| \\[x\\]" in markdown, "one table cell, escaped"
+    assert "\n````\n<b>[raw](http://x)</b>\n```\n````\n" in markdown, "fenced text is shown as it is"
+    code = [t.content for t in tokens if t.type == "fence"]
+    assert "<b>[raw](http://x)</b>\n```\n" in code
+
+
 def test_difference_images_are_linked_only_below_the_feedback(tmp_path):
     result = OUTCOMES["graded"]()
     result["cases"][1]["difference_images"] = {"c": "images/n_257/c.png", "d": "javascript:alert(1)",
@@ -75,7 +102,9 @@ def test_difference_images_are_linked_only_below_the_feedback(tmp_path):
     html = report.render_feedback_html(result)
     assert '<a href="images/n_257/c.png">difference image of c</a>' in html
     assert "javascript:" not in html and "../../other" not in html
-    assert "([difference image of c](images/n_257/c.png))" in report.render_feedback(result)
+    markdown = report.render_feedback(result)
+    assert "([difference image of c](images/n_257/c.png))" in markdown
+    assert "javascript" not in markdown and "../../other" not in markdown
 
 
 def test_a_sanitizer_that_was_not_run_still_renders():
@@ -222,7 +251,7 @@ def test_gradebook_has_one_row_per_student_in_id_order(tmp_path):
     assert by_id["s1021"]["total"] == "46.6667" and by_id["s1021"]["ratio"] == ""
     assert by_id["s1035"]["status"] == "compile_error" and by_id["s1035"]["total"] == "0"
     assert by_id["s1063"]["flags"] == "changed"
-    assert by_id["s1014"]["flags"] == "timing" and by_id["s1056"]["flags"] == "sanitizer"
+    assert by_id["s1014"]["flags"] == "manifest_mismatch;timing" and by_id["s1056"]["flags"] == "sanitizer"
     pending = [r for r in rows if r["status"] == "pending"]
     assert len(pending) == 6 and all(r["total"] == r["correctness"] == r["ratio"] == "" for r in pending)
     assert all("partial" in r["message"] for r in pending)
@@ -230,14 +259,26 @@ def test_gradebook_has_one_row_per_student_in_id_order(tmp_path):
     assert unrun and all(r["total"] == "" for r in unrun), "no zero for what the grader could not grade"
 
 
-def test_gradebook_keeps_spreadsheets_from_running_student_text(tmp_path):
-    entry = entry_for("=cmd|' /C calc'!A0", "full_marks")
+def test_no_csv_cell_can_be_read_as_a_formula(tmp_path):
+    """Every column of both CSVs that student or roster text reaches, with each character a
+    spreadsheet takes as the start of a formula (OWASP), is quoted as text."""
+    entry = entry_for("=cmd|' /C calc'!A0", "full_marks", name='=HYPERLINK("http://x","click")',
+                      lms_id="+41", section="@SUM(A1)")
     entry["handin"]["name"] = "+SUM(A1:A9).zip"
-    paths, _ = _publish_class(tmp_path, [entry], {"complete": True})
-    row = _rows(paths["gradebook"])[1]
-    assert row[0] == "'=cmd|' /C calc'!A0" and row[1] == "'+SUM(A1:A9).zip"
-    canvas = _rows(paths["canvas"])[2]
-    assert canvas[2] == "=cmd|' /C calc'!A0", "Canvas matches students by the id exactly as it is"
+    entry["result"]["message"] = "-2+3 cases passed."
+    tabbed = entry_for("\t=1+1", "compile_error", name="\r=1+1", section="  =1")
+    paths, _ = _publish_class(tmp_path, [entry, tabbed], {"complete": True})
+    gradebook = {row[0]: row for row in _rows(paths["gradebook"])[1:]}
+    row = gradebook["'=cmd|' /C calc'!A0"]
+    assert row[1] == "'+SUM(A1:A9).zip" and row[-1] == "'-2+3 cases passed."
+    assert "'\t=1+1" in gradebook
+    canvas = {row[2]: row for row in _rows(paths["canvas"])[2:]}
+    assert canvas["'=cmd|' /C calc'!A0"][:5] == ["'=HYPERLINK(\"http://x\",\"click\")", "'+41",
+                                                "'=cmd|' /C calc'!A0", "", "'@SUM(A1)"]
+    assert canvas["'\t=1+1"][0] == "'\r=1+1" and canvas["'\t=1+1"][4] == "'  =1"
+    for path in (paths["gradebook"], paths["canvas"]):
+        for cells in _rows(path):
+            assert not any(cell.lstrip(" ").startswith(("=", "+", "-", "@", "\t", "\r")) for cell in cells), cells
 
 
 def test_canvas_csv_is_what_the_gradebook_import_takes(tmp_path):
@@ -287,11 +328,50 @@ def test_a_damaged_result_in_a_class_is_refused_in_a_sentence(tmp_path):
         _publish_class(tmp_path, entries)
 
 
-def test_a_student_listed_twice_is_refused(tmp_path):
-    with pytest.raises(publish.PublishError, match="more than once: s1"):
+def test_rows_that_would_share_a_folder_are_refused(tmp_path):
+    with pytest.raises(publish.PublishError, match="would share a feedback folder: 's1'"):
         _publish_class(tmp_path, [entry_for("s1", "full_marks"), entry_for("s1", "graded")])
     with pytest.raises(publish.PublishError, match="must be a mapping"):
         _publish_class(tmp_path, [entry_for("s1", "full_marks")], batch=[("complete", True)])
+    with pytest.raises(publish.PublishError, match="not a plain folder name"):
+        publish.write_student(tmp_path, entry_for("s1", "full_marks", key="../s2"), "V")
+
+
+def _two_hand_ins_of_s1():
+    first = entry_for("s1", "full_marks", key="s1-first")
+    second = entry_for("s1", "compile_error", key="s1-second")
+    second["handin"]["name"] = "s1-again.tar.gz"
+    return [first, second, entry_for("s2", "graded")]
+
+
+def test_two_hand_ins_of_one_student_are_both_published_and_flagged(tmp_path):
+    entries = _two_hand_ins_of_s1()
+    paths, _ = _publish_class(tmp_path, entries, {"complete": True})
+    for entry in entries:
+        publish.write_student(tmp_path, entry, "Vector addition")
+    rows = list(csv.DictReader(io.StringIO(paths["gradebook"].read_text(), newline="")))
+    both = [r for r in rows if r["student"] == "s1"]
+    assert sorted((r["handin"], r["status"], r["flags"]) for r in both) == \
+        [("s1-again.tar.gz", "compile_error", "duplicate"), ("s1.tar.gz", "graded", "duplicate")]
+    canvas = {row[2]: row[5] for row in _rows(paths["canvas"])[2:]}
+    assert canvas == {"s1": "", "s2": "46.67"}, "one row per student; no grade until the instructor decides"
+    page = paths["summary"].read_text()
+    assert 'id="shared-banner">1 student handed in more than once.' in page
+    flagged = page[page.index('<table id="flagged">'):page.index("</table>", page.index('<table id="flagged">'))]
+    assert flagged.count("several hand-ins of one student") == 2
+    assert "Student &#39;s1&#39; has 2 hand-ins: this one (&#39;s1-again.tar.gz&#39;) and &#39;s1.tar.gz&#39;" in flagged
+    for key in ("s1-first", "s1-second"):
+        assert f'href="students/{key}/feedback.html"' in page
+        assert (tmp_path / "students" / key / "feedback.md").is_file()
+    assert "Score: 0" in (tmp_path / "students" / "s1-second" / "feedback.md").read_text()
+
+
+def test_roster_students_without_a_hand_in_are_listed(tmp_path):
+    batch = {"complete": True, "missing": [{"student": "s9", "name": "<b>Nine</b>"}]}
+    paths, _ = _publish_class(tmp_path, [entry_for("s1", "full_marks")], batch)
+    page = paths["summary"].read_text()
+    listed = page[page.index('<ul class="students" id="missing">'):]
+    assert "On the roster, no hand-in (1)" in page and "<li>s9 (&lt;b&gt;Nine&lt;/b&gt;)</li>" in listed
 
 
 def test_summary_matches_the_stored_copy(tmp_path):
@@ -315,7 +395,7 @@ def test_a_partial_batch_says_so_and_a_complete_one_does_not(tmp_path):
 
 
 def test_summary_groups_failures_and_lists_what_to_look_at(tmp_path):
-    paths, entries = _publish_class(tmp_path)
+    paths, entries = _publish_class(tmp_path, class_entries() + _two_hand_ins_of_s1()[:2])
     page = paths["summary"].read_text()
     for key in ("compile_error", "forbidden", "timeout", "wrong", "not_run", "grader_error"):
         assert f'id="failure-{key}"' in page, key
@@ -324,6 +404,7 @@ def test_summary_groups_failures_and_lists_what_to_look_at(tmp_path):
         assert word in flagged, word
     assert '<a href="students/s1063/feedback.html">s1063</a>' in flagged
     assert "no longer the one graded (graded: sha256 " in flagged
+    assert "names student &#39;s1000&#39;; it was graded as &#39;s1014&#39;" in flagged
     fastest = page[page.index('<table id="fastest">'):page.index("</table>", page.index('<table id="fastest">'))]
     ratios = [float(r) for r in
               re.findall(r'<td class="number">(\d+\.?\d*)</td><td class="number">[\d.]+ ms', fastest)]

@@ -45,8 +45,8 @@ def fake_cluster(tmp_path, monkeypatch) -> Path:
 def make_class(folder: Path, students: dict) -> Path:
     folder.mkdir()
     for student, (form, behaviour) in students.items():
-        if student == "frank":  # as test_batch's class: the id from the manifest, not the upload's name
-            write_handin(folder, student, form, behaviour, name="upload_8812.zip", manifest_student="frank")
+        if student == "frank":  # as test_batch's class: packed with a manifest that agrees with the name
+            write_handin(folder, student, form, behaviour, manifest_student="frank")
         else:
             write_handin(folder, student, form, behaviour)
     return folder

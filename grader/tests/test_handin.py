@@ -1,0 +1,129 @@
+"""handin: what reading a hand-in as data refuses beyond test_check's hostile archives (an
+entry named twice), and the hand-in's hash, read within the intake's caps whatever a folder
+holds (millions of files, deep trees, huge files, links)."""
+from __future__ import annotations
+
+import hashlib
+import os
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from cudalab import batch, handin, labs
+from test_check import good_source, intake, intake_messages, repo_config, special, tar_with
+
+
+@pytest.mark.parametrize("second", ["vector_add.cu", "./vector_add.cu", "vector_add.cu/"])
+def test_a_tar_with_an_entry_named_twice_is_refused(tmp_path, second):
+    """Which copy `tar x` leaves is the last; which one a reader keeps is its own choice: what
+    was checked need not be what is built. The hand-in is refused in a sentence."""
+    archive = tar_with(tmp_path / "h.tar.gz", [("vector_add.cu", good_source()),
+                                                (second, b"__global__ void evil() {}\n")])
+    hand_in = intake(archive, tmp_path)
+    errors = [f for f in hand_in.findings if f.severity == "error"]
+    assert [f.message for f in errors] == [
+        "The archive holds two entries named vector_add.cu. Which one counts would depend on the tool that "
+        "unpacks it, so the hand-in cannot be taken; make the archive again with one copy of each file "
+        "(`cudalab pack` does)."]
+    assert errors[0].file == "vector_add.cu"
+
+
+def test_a_zip_with_an_entry_named_twice_is_refused(tmp_path):
+    path = tmp_path / "h.zip"
+    with pytest.warns(UserWarning, match="Duplicate name"), zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("vector_add.cu", good_source())
+        archive.writestr("vector_add.cu", b"__global__ void evil() {}\n")
+    assert "two entries named vector_add.cu" in intake_messages(intake(path, tmp_path))
+
+
+def test_a_folder_named_twice_is_no_finding(tmp_path):
+    archive = tar_with(tmp_path / "h.tar", [special("src", tarfile.DIRTYPE), special("src", tarfile.DIRTYPE),
+                                             ("vector_add.cu", good_source())], mode="w")
+    assert "two entries" not in intake_messages(intake(archive, tmp_path))
+
+
+def _walk_digest(folder: Path) -> str:
+    """How a folder hand-in was hashed before the caps (os.walk, every file), for folders within them."""
+    digest = hashlib.sha256()
+    for top, dirs, files in os.walk(folder, followlinks=False):
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(top) / name
+            content = hashlib.sha256(path.read_bytes()).hexdigest()
+            digest.update(f"{path.relative_to(folder).as_posix()}\0{content}\n".encode())
+    return digest.hexdigest()
+
+
+def test_a_folder_within_the_caps_keeps_its_hash(tmp_path):
+    folder = tmp_path / "s1"
+    (folder / "b" / "c").mkdir(parents=True)
+    (folder / "vector_add.cu").write_bytes(good_source())
+    (folder / "b" / "notes.txt").write_text("notes\n")
+    (folder / "b" / "c" / "deep.txt").write_text("deep\n")
+    (folder / "a.txt").write_text("a\n")
+    hashed = handin.digest(folder, repo_config(tmp_path))
+    assert hashed == handin.Digest(_walk_digest(folder)), "a batch graded before sees no change"
+
+
+def _deep(folder: Path, levels: int) -> None:
+    path = folder
+    for _ in range(levels):
+        path = path / "d"
+    path.mkdir(parents=True)
+    (path / "bottom.txt").write_text("x")
+
+
+@pytest.mark.parametrize("shape, words", [
+    ("many", "The hand-in holds more than 50 entries"),
+    ("crowded", "The folder crowded holds more than 50 entries"),
+    ("deep", "The hand-in has folders nested more than 8 deep"),
+    ("big", "The hand-in's files hold more than 65536 bytes"),
+])
+def test_a_folder_over_the_caps_is_hashed_within_them(tmp_path, monkeypatch, shape, words):
+    """A folder hand-in of many files, one folder of many names, a deep tree or a big file:
+    the hash reads no more than the caps allow and says so in a sentence, which the batch
+    shows as a flag; a link to a huge tree outside is never followed."""
+    config = repo_config(tmp_path, handin_max_entries=50, handin_max_total_bytes=64 * 1024)
+    folder = tmp_path / "handins" / "s1"
+    folder.mkdir(parents=True)
+    (folder / "vector_add.cu").write_bytes(good_source())
+    outside = tmp_path / "outside"
+    for number in range(200):
+        (outside / f"f{number:03}").mkdir(parents=True)
+    (folder / "elsewhere").symlink_to(outside)
+    if shape == "many":
+        for number in range(30):
+            (folder / f"sub{number:02}").mkdir()
+            (folder / f"sub{number:02}" / "x.txt").write_text("x")
+    elif shape == "crowded":
+        (folder / "crowded").mkdir()
+        for number in range(80):
+            (folder / "crowded" / f"{number:03}.txt").write_text("x")
+    elif shape == "deep":
+        _deep(folder, 20)
+    else:
+        with open(folder / "data.bin", "wb") as handle:
+            handle.truncate(1 << 30)  # a gigabyte (sparse): read no further than the cap
+    opened: list[str] = []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda path, *args, **kwargs: (opened.append(str(path)),
+                                                                   real_open(path, *args, **kwargs))[1])
+    hashed = handin.digest(folder, config)
+    assert hashed.over is not None and hashed.over.startswith(words), hashed.over
+    assert "links were not followed" in hashed.over
+    assert len(opened) <= 50 and not any(str(outside) in path for path in opened)
+    assert handin.digest(folder, config) == hashed, "the same hand-in, the same hash"
+    jobs, skipped = batch.discover(config, labs.load_lab(config, "vector_add"), folder.parent)
+    assert skipped == [] and jobs[0].flags == {"over_caps": hashed.over} and jobs[0].sha256 == hashed.sha256
+
+
+def test_an_archive_over_the_limit_is_hashed_in_part(tmp_path):
+    config = repo_config(tmp_path, handin_max_archive_bytes=1024)
+    archive = tmp_path / "s1.tar.gz"
+    with open(archive, "wb") as handle:
+        handle.truncate(1 << 30)
+    hashed = handin.digest(archive, config)
+    assert hashed.over == (f"s1.tar.gz is {1 << 30} bytes, over the limit of 1024 for a hand-in; its hash covers "
+                           "the first 1024 bytes and its size.")
