@@ -473,34 +473,34 @@ def builder_for(tmp_path, lab: str, name: str, source: str) -> build.SubmissionB
     return builder
 
 
+def refused_as_forbidden(tmp_path, lab: str, source: str) -> ForbiddenError:
+    """The ForbiddenError of building `source` as a hand-in of `lab`."""
+    config = real_config(tmp_path)
+    spec = labs.load_lab(config, lab)
+    with pytest.raises(ForbiddenError) as err:
+        build.build_submission(config, spec, hand_in_file(tmp_path, "mallory", spec.source_file, source),
+                               tmp_path / "work" / "mallory")
+    return err.value
+
+
 @pytest.mark.needs_build
 def test_a_cub_call_behind_4096_labels_is_refused_and_named(tmp_path):
     # The labels pushed every symbol the compiler emits past the 64 KiB of nm's listing that
     # the sandbox kept, and no line of the source says "cub": it was accepted, linked and
     # graded. The compile no longer sees CUB's headers, so it stops there, naming CUB.
-    source = LOCAL_PADDING + '#include "reduction.hpp"\n' + HIDDEN_CUB_REDUCE
-    config = real_config(tmp_path)
-    spec = labs.load_lab(config, "reduction")
-    with pytest.raises(ForbiddenError) as err:
-        build.build_submission(config, spec, hand_in_file(tmp_path, "mallory", "reduction.cu", source),
-                               tmp_path / "work" / "mallory")
-    assert str(err.value).startswith("reduction.cu includes a header of CUB, a library the reduction lab does not allow")
-    assert err.value.feedback[0].startswith("CUB is not allowed in the reduction lab: cub::DeviceReduce")
+    err = refused_as_forbidden(tmp_path, "reduction", LOCAL_PADDING + '#include "reduction.hpp"\n' + HIDDEN_CUB_REDUCE)
+    assert str(err).startswith("reduction.cu includes a header of CUB, a library the reduction lab does not allow")
+    assert err.feedback[0].startswith("CUB is not allowed in the reduction lab: cub::DeviceReduce")
 
 
 @pytest.mark.needs_build
 def test_a_cublas_call_behind_4096_labels_is_refused_and_named(tmp_path):
     # The same padding before a cuBLAS call whose name macros build (no header, nothing in the
     # source): only the object's symbols tell, and they are all read.
-    source = LOCAL_PADDING + '#include "matmul.hpp"\n' + HIDDEN_CUBLAS_MATMUL
-    config = real_config(tmp_path)
-    spec = labs.load_lab(config, "matmul")
-    with pytest.raises(ForbiddenError) as err:
-        build.build_submission(config, spec, hand_in_file(tmp_path, "mallory", "matmul.cu", source),
-                               tmp_path / "work" / "mallory")
-    assert len(err.value.feedback) == 1
-    assert err.value.feedback[0].startswith("The compiled matmul.cu uses cuBLAS (")
-    assert "cuBLAS is not allowed in the matmul lab: cublasSgemm computes the whole product" in err.value.feedback[0]
+    err = refused_as_forbidden(tmp_path, "matmul", LOCAL_PADDING + '#include "matmul.hpp"\n' + HIDDEN_CUBLAS_MATMUL)
+    assert len(err.feedback) == 1
+    assert err.feedback[0].startswith("The compiled matmul.cu uses cuBLAS (")
+    assert "cuBLAS is not allowed in the matmul lab: cublasSgemm computes the whole product" in err.feedback[0]
 
 
 @pytest.mark.needs_build
