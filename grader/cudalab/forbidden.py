@@ -46,10 +46,14 @@ LIBRARIES: dict[str, Library] = {
                       source=(r"\bthrust\s*::", r"\bnamespace\s+\w+\s*=\s*thrust\b",
                               r"\busing\s+namespace\s+thrust\b"),
                       symbols=(r"\bthrust::",), strings=(), entangled_with=("cub",)),
-    "cublas": Library("cuBLAS", includes=(r"^cublas",), source=(r"\bcublas[A-Z]\w*",),
-                      symbols=(r"\bcublas[A-Z]\w*",), strings=(rf"libcublas(Lt)?{_SO}", r"^cublas[A-Z]\w+$")),
-    "npp": Library("NPP", includes=(r"^npp",), source=(r"\bnpp[a-z]\w*",),
-                   symbols=(r"\bnpp[a-z]\w*",), strings=(rf"libnpp\w*{_SO}", r"^npp[a-z]\w+$")),
+    # The harness's own loaders of the cuBLAS and NPP baselines (labkit::Cublas, labkit::Npp,
+    # common/labkit/cublas.hpp and npp.hpp) count as the library: a submission that declares
+    # them again and calls them is using the library, and its program's loaders load nothing.
+    "cublas": Library("cuBLAS", includes=(r"^cublas",), source=(r"\bcublas[A-Z]\w*", r"\blabkit\s*::\s*Cublas\b"),
+                      symbols=(r"\bcublas[A-Z]\w*", r"\blabkit::Cublas\b"),
+                      strings=(rf"libcublas(Lt)?{_SO}", r"^cublas[A-Z]\w+$")),
+    "npp": Library("NPP", includes=(r"^npp",), source=(r"\bnpp[a-z]\w*", r"\blabkit\s*::\s*Npp\b"),
+                   symbols=(r"\bnpp[a-z]\w*", r"\blabkit::Npp\b"), strings=(rf"libnpp\w*{_SO}", r"^npp[a-z]\w+$")),
     "cudnn": Library("cuDNN", includes=(r"^cudnn",), source=(r"\bcudnn[A-Z]\w*",),
                      symbols=(r"\bcudnn[A-Z]\w*",), strings=(rf"libcudnn\w*{_SO}", r"^cudnn[A-Z]\w+$")),
     "cufft": Library("cuFFT", includes=(r"^cufft",), source=(r"\bcufft[A-Z]\w*",),

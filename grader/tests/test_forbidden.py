@@ -108,3 +108,19 @@ def test_a_cub_sort_reached_through_cccl_paths_is_named_cub(tmp_path):
         "cub::" in name for name in analysis.library_symbols)  # by mentions alone, Thrust would be named
     findings = forbidden.object_findings(spec, "sort.cu", analysis.library_symbols, analysis.library_strings)
     assert [f.message.split(" (", 1)[0] for f in findings] == ["The compiled sort.cu uses CUB"]
+
+
+def test_the_harness_loaders_count_as_their_libraries():
+    # labkit::Cublas and labkit::Npp load the baselines for the official binaries; a
+    # submission that declares them again and calls them is using cuBLAS or NPP.
+    source = ("namespace labkit { class Cublas { public: static Cublas* load(); }; }\n"
+              "void f() { labkit :: Cublas::load(); }\n"
+              "void g() { labkit::Npp::load(); }\n")
+    findings = forbidden.source_findings(spec_forbidding("cublas", "npp"), {"transpose.cu": source})
+    assert [(f.line, f.message.split(". ", 1)[0]) for f in findings] == [
+        (2, "transpose.cu:2 uses labkit :: Cublas"), (3, "transpose.cu:3 uses labkit::Npp")]
+    calls = ["labkit::Cublas::load()", "labkit::Npp::load()", "labkit::CublasLike::load()"]
+    findings = forbidden.object_findings(spec_forbidding("cublas", "npp"), "transpose.cu", calls, [])
+    assert [f.message.split(". ", 1)[0] for f in findings] == [
+        "The compiled transpose.cu uses cuBLAS (labkit::Cublas::load())",
+        "The compiled transpose.cu uses NPP (labkit::Npp::load())"]
