@@ -294,7 +294,7 @@ def _move_images(written: Path, images: Path) -> None:
             (images / case).mkdir(parents=True, exist_ok=True)
             target_fd = safe_files.open_folder(images / case)
             try:
-                os.rename(name, picture, src_dir_fd=folder_fd, dst_dir_fd=target_fd)
+                safe_files.move_file(name, folder_fd, picture, target_fd, f"{written}/{path}")
             finally:
                 os.close(target_fd)
     except FileNotFoundError:

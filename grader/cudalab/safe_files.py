@@ -267,6 +267,24 @@ def _hash_fd(fd: int) -> str:
     return digest.hexdigest()
 
 
+def move_file(name: str, folder_fd: int, target: str, target_fd: int, where: str) -> None:
+    """Move the plain file `name` of folder `folder_fd` to `target` in folder `target_fd`;
+    across file systems (a run folder is a tmpfs of its own) by a copy from a descriptor
+    opened without following a link, then an unlink."""
+    try:
+        os.rename(name, target, src_dir_fd=folder_fd, dst_dir_fd=target_fd)
+        return
+    except OSError as err:
+        if err.errno != errno.EXDEV:
+            raise
+    source_fd, opened = open_file(name, folder_fd, where)
+    try:
+        _copy_file(source_fd, target, target_fd, stat.S_IMODE(opened.st_mode) & 0o755)
+    finally:
+        os.close(source_fd)
+    os.unlink(name, dir_fd=folder_fd)
+
+
 def move_out(folder: Path, relative: str, target: Path) -> Path:
     """Move the entry `relative` (a/b/c) below `folder` to `target` (whose parent must exist),
     resolving every component from `folder` without following links, and check that what
