@@ -59,6 +59,7 @@ from .config import Config
 from .errors import UsageError
 from .exit_codes import Cli
 from .labspec import LabSpec
+from .status import Status
 
 SCHEMA = "cudalab.batch/1"
 RECORD_SCHEMA = "cudalab.batch-record/1"
@@ -368,7 +369,7 @@ def _failed_grade_result(config: Config, spec: LabSpec, job: Job, message: str) 
     from . import grade
     from .scoring import zero
     result = grade.new_result(spec.name, job.handin, None, config)
-    result.update(lab_title=spec.title, status="error", exit_code=int(Cli.INTERNAL), message=message,
+    result.update(lab_title=spec.title, status=Status.ERROR.value, exit_code=int(Status.ERROR.exit_code), message=message,
                   score=zero(spec.scoring).to_json())
     result["provenance"]["finished_at"] = report.timestamp()
     set_submission(result, job)

@@ -30,20 +30,18 @@ from . import __version__, build, console, cpus, gpu, images, labs, report, safe
 from .config import Config
 from .errors import (CompileError, CudalabError, GraderError, NoDeviceError, NotIsolatedError, UsageError,
                      SubmissionError)
-from .exit_codes import Cli, Harness
+from .exit_codes import Harness
 from .labspec import LabSpec
 from .runner import RUN, Runner, fresh_dir, read_untrusted_json, why_nothing_ran
 from .sandbox import ProcessResult, Sandbox, run_limits, scratch_root
 from .audit import AuditServer, ProgramPipes, read_ready
 from .scoring import case_points, score as compute_score, zero as zero_score
+from .status import Status
 from .timing import ChannelClosed, Pace, ProtocolError, RoundClock, SessionRun, TooSlow, score_clock, send_line
 from .trees import remove_tree
 
 SCHEMA = "cudalab.grade/1"
 ATTACHMENTS = "attachments"  # the folder in a grade's scratch whose files go beside feedback.md
-STATUS_EXIT = {"graded": Cli.DONE, "not_run": Cli.NO_DEVICE, "compile_error": Cli.COMPILE_ERROR,
-               "submission_error": Cli.SUBMISSION_INVALID, "unknown_lab": Cli.UNKNOWN_LAB,
-               "not_isolated": Cli.NOT_ISOLATED, "forbidden": Cli.FORBIDDEN, "error": Cli.INTERNAL}
 
 
 def failure_reason(result: ProcessResult) -> str:
@@ -360,7 +358,7 @@ def new_result(lab: str, folder: Path, seed: int, config: Config) -> dict:
     return {
         "schema": SCHEMA, "cudalab_version": __version__, "lab": lab, "lab_title": lab,
         "submission": {"name": Path(folder).resolve().name, "folder": str(Path(folder).resolve())},
-        "status": "error", "exit_code": int(Cli.INTERNAL), "message": "", "score": None,
+        "status": Status.ERROR.value, "exit_code": int(Status.ERROR.exit_code), "message": "", "score": None,
         "build": {"status": "not_built", "copied": [], "ignored": [], "feedback": []},
         "cases": [], "performance": None, "run": None, "warnings": [],
         "provenance": {"seed": seed, "started_at": report.timestamp(), "finished_at": None,
@@ -373,9 +371,9 @@ def new_result(lab: str, folder: Path, seed: int, config: Config) -> dict:
     }
 
 
-def _set_status(result: dict, status: str, message: str = "") -> None:
-    result["status"] = status
-    result["exit_code"] = int(STATUS_EXIT[status])
+def _set_status(result: dict, status: Status, message: str = "") -> None:
+    result["status"] = status.value
+    result["exit_code"] = int(status.exit_code)
     result["message"] = message
 
 
@@ -466,7 +464,7 @@ def grade_built(result: dict, config: Config, spec: LabSpec, binary: Path, tmp: 
         result["performance"] = perf
         result["score"] = points.to_json()
         result["provenance"]["spread"] = perf.get("spread")
-        _set_status(result, "graded", f"{sum(passed)} of {len(passed)} cases passed.")
+        _set_status(result, Status.GRADED, f"{sum(passed)} of {len(passed)} cases passed.")
     finally:
         _record_session(result, session)
 
@@ -546,22 +544,23 @@ def finish(pending: Pending, attachments_to: Path | None = None, device: dict | 
         grade_built(result, config, pending.spec, pending.binary, pending.tmp, device, audit, early_timing)
     except NoDeviceError as err:
         result["score"] = None  # not a zero: nothing was graded
-        _set_status(result, err.status, str(err))
+        _set_status(result, Status.NOT_RUN, str(err))
     except CudalabError as err:
-        _set_status(result, err.status if err.status in STATUS_EXIT else "error", str(err))
+        _set_status(result, Status.reported(err.status), str(err))
     except Exception as err:  # a grader bug still leaves a result behind
-        _set_status(result, "error", f"The grader failed: {err!r}. This is not the student's fault.")
+        _set_status(result, Status.ERROR, f"The grader failed: {err!r}. This is not the student's fault.")
     finally:
         result["provenance"]["finished_at"] = report.timestamp()
         if attachments_to is not None:
             _copy_attachments(pending.tmp, attachments_to)
         if pending.tmp is not None and not config.keep_temp:
             remove_tree(pending.tmp)
-    if result["status"] not in ("graded", "not_run") and result["score"] is None:
+    status = Status(result["status"])
+    if status.scoreless:
+        result["score"] = None  # nothing was graded (no device) or it was refused (no sandbox): not a zero
+    elif status is not Status.GRADED and result["score"] is None:
         result["score"] = {"correctness": 0.0, "correctness_max": 0.0, "performance": 0.0,
                            "performance_max": 0.0, "total": 0.0, "total_max": 0.0}
-    if result["status"] == "not_isolated":
-        result["score"] = None  # refused, not a zero
     return result
 
 

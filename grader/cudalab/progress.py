@@ -10,6 +10,7 @@ import threading
 import time
 
 from .console import printable
+from .status import Status
 
 
 def _one(text) -> str:
@@ -19,7 +20,7 @@ def _one(text) -> str:
 
 def _score(result: dict) -> str:
     score = result.get("score") or {}
-    if result.get("status") == "graded" and score:
+    if result.get("status") == Status.GRADED and score:
         return f"{score.get('total', 0):g}/{score.get('total_max', 0):g}"
     return result.get("status", "?")
 

@@ -38,6 +38,7 @@ import jinja2
 
 from . import __version__, gpu, report
 from .errors import GraderError
+from .status import GRADE_STATUSES, REJECTING, Status
 
 SCHEMA = "cudalab.grade/1"
 STATES = ("done", "pending", "failed_to_grade")
@@ -47,9 +48,9 @@ CANVAS_FILE = "canvas.csv"
 SUMMARY_FILE = "summary.html"
 GRADESCOPE_FILE = "results.json"
 
-# The statuses whose score is the student's grade (a zero included); any other outcome says
-# nothing about the hand-in and leaves its grade cells blank.
-GRADE_STATUSES = ("graded", "compile_error", "submission_error", "forbidden")
+# GRADE_STATUSES (status.Status.is_grade): the statuses whose score is the student's grade (a
+# zero included); any other outcome says nothing about the hand-in and leaves its grade cells
+# blank. REJECTING (Status.rejects): the hand-in was refused before it ran, a zero.
 
 GRADEBOOK_COLUMNS = ("student", "handin", "sha256", "status", "correctness", "performance", "total",
                      "total_max", "ratio", "flags", "message")
@@ -63,23 +64,22 @@ RATIO_COLOUR = "#d9731f"
 _SVG_HASH_SALT = "cudalab-summary"  # fixed ids in the SVG: the same page for the same grades
 
 STATE_WORDS = {"pending": "not graded yet", "failed_to_grade": "the grader failed on it (no result)"}
-COUNT_ORDER = ("graded", "compile_error", "submission_error", "forbidden", "not_run", "not_isolated",
-               "unknown_lab", "error", "failed_to_grade", "pending")
+COUNT_ORDER = tuple(s.value for s in Status) + ("failed_to_grade", "pending")
+
+# Why a graded hand-in lost points, from its run (the statuses' own reasons are Status.reason),
+# each with its place among them in summary.html (Status.reason_rank).
+RUN_REASONS = {
+    "timeout": (10, "time-out"),
+    "crashed": (11, "crashed or stopped on a CUDA error"),
+    "wrong": (12, "wrong results"),
+    "no_performance": (13, "correct, but no performance points"),
+}
+GRADER_ERROR = Status.ERROR.reason_key  # also the reason of a row the grader failed on (no result)
 
 # Why a hand-in lost points or got none, in the order summary.html lists them.
-FAILURE_REASONS = {
-    "compile_error": "did not compile",
-    "submission_error": "hand-in rejected",
-    "forbidden": "uses a forbidden library",
-    "timeout": "time-out",
-    "crashed": "crashed or stopped on a CUDA error",
-    "wrong": "wrong results",
-    "no_performance": "correct, but no performance points",
-    "not_isolated": "not graded: no sandbox on the grading machine",
-    "not_run": "not graded: no GPU on the grading machine",
-    "unknown_lab": "unknown lab",
-    "grader_error": "grader error (not the student's fault)",
-}
+FAILURE_REASONS = {key: words for _, key, words in sorted(
+    [(s.reason_rank, s.reason_key, s.reason) for s in Status if s.reason_key is not None]
+    + [(rank, key, words) for key, (rank, words) in RUN_REASONS.items()])}
 _CRASHED = ("crashed", "cuda_error", "unexpected_exit", "usage", "internal", "no_device")
 
 # What an instructor should look at, in the order summary.html lists them.
@@ -327,14 +327,14 @@ def flags_of(entry: Entry, shared: dict[str, list[Entry]] | None = None) -> list
     sanitizer = result.get("sanitizer")
     if isinstance(sanitizer, dict) and sanitizer.get("status") == "errors":
         found["sanitizer"] = _one_line(sanitizer.get("message") or "compute-sanitizer found errors")
-    if result.get("status") == "forbidden":
+    if result.get("status") == Status.FORBIDDEN:
         feedback = (result.get("build") or {}).get("feedback") or []
         found["forbidden"] = _one_line(" ".join([str(result.get("message") or "")]
                                                 + [str(line) for line in feedback[:2]]))
     perf = result.get("performance") or {}
     if perf.get("flagged") is True:
         found["timing"] = _one_line(perf.get("message") or "the timed runs broke the rules of the grader's timing")
-    isolation = _isolation_problem(result) if result.get("status") not in (None, "not_isolated") else ""
+    isolation = _isolation_problem(result) if result.get("status") not in (None, Status.NOT_ISOLATED) else ""
     if isolation:
         found["isolation"] = _one_line(isolation)
     sharing = _gpu_sharing(result) if result else ""
@@ -355,13 +355,11 @@ def failure_of(entry: Entry) -> tuple[str, str] | None:
     result = entry.result
     if result is None or entry.state == "failed_to_grade":
         message = (result or {}).get("message") or "the grader stopped before it had a result"
-        return "grader_error", _one_line(message)
-    status = entry.status
+        return GRADER_ERROR, _one_line(message)
+    status = Status.reported(entry.status)
     message = _one_line(result.get("message"))
-    if status in ("compile_error", "submission_error", "forbidden", "not_isolated", "not_run", "unknown_lab"):
-        return status, message
-    if status != "graded":
-        return "grader_error", message
+    if status is not Status.GRADED:
+        return status.reason_key, message
     failing = [c for c in result.get("cases") or [] if isinstance(c, dict) and c.get("status") != "passed"]
     if failing:
         run_status = (result.get("run") or {}).get("status")
@@ -382,7 +380,7 @@ def _stand_in_result(entry: Entry, lab_title: str) -> dict:
     return {
         "schema": SCHEMA, "cudalab_version": __version__, "lab": "", "lab_title": lab_title,
         "submission": {"name": entry.handin_name or entry.student, "folder": ""},
-        "status": "error", "exit_code": 24, "score": None,
+        "status": Status.ERROR.value, "exit_code": int(Status.ERROR.exit_code), "score": None,
         "message": "The grader could not grade this hand-in, so no grade was given.",
         "build": {"status": "not_built", "copied": [], "ignored": [], "feedback": []},
         "cases": [], "performance": None, "run": None, "warnings": [],
@@ -429,7 +427,7 @@ def gradescope_results(entry: Entry, result: dict) -> dict:
     counts = status in GRADE_STATUSES and isinstance(result.get("score"), dict)
     tests: list[dict] = []
     build = result.get("build") or {}
-    if status in ("compile_error", "submission_error", "forbidden"):
+    if status in REJECTING:
         output = "\n".join([str(result.get("message") or "")] + [str(f) for f in build.get("feedback") or []])
         tests.append({"name": "build", "score": 0.0, "max_score": 0.0, "status": "failed",
                       "output": output.strip(), "output_format": "text", "visibility": "visible"})

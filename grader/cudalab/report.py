@@ -17,20 +17,13 @@ from pathlib import Path
 
 import jinja2
 
+from .status import WORDS as _STATUS_WORDS, Status
+
 RESULT_FILE = "result.json"
 FEEDBACK_FILE = "feedback.md"
 FEEDBACK_HTML_FILE = "feedback.html"
 
-STATUS_WORDS = {
-    "graded": "graded",
-    "not_run": "not run: no CUDA device here (built only, no grade given)",
-    "compile_error": "did not compile",
-    "submission_error": "hand-in rejected",
-    "forbidden": "uses a library the lab does not allow",
-    "unknown_lab": "unknown lab",
-    "not_isolated": "not graded: no sandbox for the student's code here",
-    "error": "grader error (not the student's fault)",
-}
+STATUS_WORDS = _STATUS_WORDS  # each grade status in words (status.Status)
 
 
 def timestamp(epoch: float | None = None) -> str:
@@ -148,7 +141,8 @@ def environment(student_markdown: bool = False) -> jinja2.Environment:
     env.filters.update(points=points_text, ms=ms_text, fence=_fence,
                        table_cell=_escaped_table_cell if student_markdown else _table_cell,
                        relative_link=_relative_link, verbatim=_verbatim)
-    env.globals.update(status_words=STATUS_WORDS)
+    env.globals.update(status_words=STATUS_WORDS, Status=Status,
+                       verdicts={s.value: s.verdict for s in Status if s.verdict is not None})
     return env
 
 

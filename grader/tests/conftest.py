@@ -2,6 +2,7 @@
 reach, and the skip rules for the `gpu` and `needs_build` markers."""
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -13,6 +14,53 @@ from cudalab.config import Config, cuda_device_present
 
 TESTS = Path(__file__).resolve().parent
 REPO_ROOT = TESTS.parents[1]
+GRADE_SCHEMA = REPO_ROOT / "grader" / "cudalab" / "schemas" / "grade.schema.json"
+GRADE_DOCUMENT = "cudalab.grade/1"
+GRADES_VALIDATED: list[str] = []  # every grade document the session's tests left in a tmp_path
+
+
+def grade_validator():
+    """A validator of grade results against schemas/grade.schema.json, or None without the
+    jsonschema package (a test dependency)."""
+    try:
+        import jsonschema
+    except ImportError:
+        return None
+    schema = json.loads(GRADE_SCHEMA.read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+
+
+def grade_problems(validator, result) -> list[str]:
+    """What is wrong with one grade result, as "path: message" lines (none: it is valid)."""
+    return [f"{error.json_path}: {error.message}" for error in validator.iter_errors(result)]
+
+
+def grade_documents(folder: Path):
+    """(path, result) for each grade a test left under `folder`: each result.json, and the
+    result inside each batch record (records/<key>.json), that says it is a cudalab.grade/1."""
+    for path in sorted(folder.rglob("*.json")):
+        if path.name != "result.json" and path.parent.name != "records":
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # a test's damaged file, on purpose
+        result = data.get("result") if isinstance(data, dict) and path.name != "result.json" else data
+        if isinstance(result, dict) and result.get("schema") == GRADE_DOCUMENT:
+            yield path, result
+
+
+def check_grades_in(folder: Path) -> None:
+    """Every grade a test wrote under `folder` must match grade.schema.json."""
+    validator = grade_validator()
+    if validator is None:
+        return
+    bad = []
+    for path, result in grade_documents(folder):
+        GRADES_VALIDATED.append(str(path))
+        bad += [f"{path.relative_to(folder)}: {line}" for line in grade_problems(validator, result)]
+    assert not bad, "grades that do not match grade.schema.json:\n" + "\n".join(bad)
 
 TOY_LAB_TOML = """
 [lab]
@@ -93,7 +141,10 @@ def tmp_path() -> Path:
     folder = Path(tempfile.mkdtemp(prefix="cudalab-test-", dir="/tmp" if os.geteuid() == 0 else None))
     folder.chmod(0o755)
     yield folder
-    trees.remove_tree(folder)  # also unmounts the run folders' tmpfs mounts in it
+    try:
+        check_grades_in(folder)  # every grade a test writes has the shape publish reads
+    finally:
+        trees.remove_tree(folder)  # also unmounts the run folders' tmpfs mounts in it
 
 
 def write_fake(path: Path, **behaviour) -> Path:
@@ -159,3 +210,9 @@ def toy_env(toy_config, monkeypatch):
     monkeypatch.setenv("CUDALAB_PRESET", "ci")
     monkeypatch.setenv("CUDALAB_WORK_DIR", str(toy_config.work_dir))
     return toy_config
+
+
+def pytest_terminal_summary(terminalreporter):
+    if GRADES_VALIDATED:
+        terminalreporter.write_line(f"{len(GRADES_VALIDATED)} grade result(s) written by the tests matched "
+                                    "grade.schema.json")

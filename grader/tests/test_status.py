@@ -1,0 +1,214 @@
+"""The table of grade statuses (cudalab/status.py) and the grade record's schema
+(schemas/grade.schema.json): every status a code path writes is in the table, the modules that
+read statuses take them from it, and every grade the tests write matches the schema."""
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+import grade_results
+from conftest import GRADE_SCHEMA, grade_problems, grade_validator
+from cudalab import batch, errors, publish, report
+from cudalab.exit_codes import Cli
+from cudalab.status import GRADE_STATUSES, REJECTING, WORDS, Status, values
+
+PACKAGE = Path(report.__file__).resolve().parent
+GOLDEN_RECORD = Path(__file__).parent / "golden" / "grade.record.json"
+
+
+# --- the table covers every status written -------------------------------------------------
+
+def _written_statuses(tree: ast.AST) -> list[tuple[int, ast.expr]]:
+    """(line, expression) for each status a module writes into a grade result: the "status" of
+    a dict literal that also has an "exit_code", status= beside exit_code= in a call, and the
+    status given to grade._set_status."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            keys = [k.value for k in node.keys if isinstance(k, ast.Constant)]
+            if "status" in keys and "exit_code" in keys:
+                found.append((node.lineno, node.values[keys.index("status")]))
+        elif isinstance(node, ast.Call):
+            names = {kw.arg: kw.value for kw in node.keywords}
+            if "status" in names and "exit_code" in names:
+                found.append((node.lineno, names["status"]))
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "_set_status" and len(node.args) >= 2:
+                found.append((node.lineno, node.args[1]))
+    return found
+
+
+def _status_of(expr: ast.expr) -> Status | None:
+    """The status an expression names: a string, Status.X or Status.X.value; None for anything
+    computed (its callers are checked where it is computed)."""
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return Status(expr.value)  # ValueError: a word the table does not have
+    if isinstance(expr, ast.Attribute) and expr.attr == "value":
+        expr = expr.value
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "Status":
+        return Status[expr.attr]
+    return None
+
+
+@pytest.mark.parametrize("module", sorted(p.name for p in PACKAGE.glob("*.py")))
+def test_every_status_a_module_writes_is_in_the_table(module):
+    tree = ast.parse((PACKAGE / module).read_text(encoding="utf-8"))
+    for line, expr in _written_statuses(tree):
+        if isinstance(expr, ast.Constant):
+            pytest.fail(f"{module}:{line} writes the status {expr.value!r} as a string: take it from "
+                        "status.Status")
+        _status_of(expr)
+
+
+def test_the_scan_finds_the_writers():
+    """The scan above sees the places that write a result's status, so it can catch a new word."""
+    writers = {}
+    for module in ("grade.py", "batch.py", "publish.py"):
+        tree = ast.parse((PACKAGE / module).read_text(encoding="utf-8"))
+        writers[module] = {_status_of(expr) for _, expr in _written_statuses(tree)}
+    assert {Status.GRADED, Status.NOT_RUN, Status.ERROR} <= writers["grade.py"]
+    assert Status.ERROR in writers["batch.py"] and Status.ERROR in writers["publish.py"]
+
+
+def _error_classes(cls=errors.CudalabError):
+    yield cls
+    for sub in cls.__subclasses__():
+        yield from _error_classes(sub)
+
+
+@pytest.mark.parametrize("error", list(_error_classes()), ids=lambda c: c.__name__)
+def test_each_error_reports_a_status_of_the_table(error):
+    status = Status.reported(error.status)
+    if Status.of(error.status) is None:  # only a usage error stops a grade without a grade status
+        assert error is errors.UsageError and status is Status.ERROR
+    else:
+        assert error.exit_code == status.exit_code
+
+
+@pytest.mark.parametrize("template", sorted(p.name for p in (PACKAGE / "templates").glob("*.j2")))
+def test_templates_name_only_statuses_of_the_table(template):
+    text = (PACKAGE / "templates" / template).read_text(encoding="utf-8")
+    assert not re.search(r"\br\.status\s*(==|!=|in)\s*[\"'(]", text), \
+        f"{template} compares a result's status with its own words: use Status or verdicts"
+    for name in re.findall(r"\bStatus\.(\w+)", text):
+        assert name in Status.__members__, f"{template} names Status.{name}, which the table lacks"
+
+
+def test_each_status_has_its_own_exit_code_and_words():
+    codes = [s.exit_code for s in Status]
+    assert len(set(codes)) == len(codes) and all(isinstance(c, Cli) for c in codes)
+    assert Status.GRADED.exit_code == Cli.DONE and Status.ERROR.exit_code == Cli.INTERNAL
+    assert all(s.words for s in Status) and len({s.reason_key for s in Status}) == len(Status)
+    assert values(is_grade=True) == GRADE_STATUSES == ("graded", "compile_error", "submission_error", "forbidden")
+    assert REJECTING == ("compile_error", "submission_error", "forbidden")
+    assert set(values(scoreless=True)) == {"not_run", "not_isolated"}
+    assert all(s.is_grade for s in Status if s.rejects)
+    assert not any(s.is_grade for s in Status if s.scoreless)
+    assert Status.GRADED == "graded" and json.dumps([Status.NOT_RUN]) == '["not_run"]' and f"{Status.ERROR}" == "error"
+
+
+# --- the readers take the table -------------------------------------------------------------
+
+def test_report_and_templates_take_the_table_s_words():
+    assert report.STATUS_WORDS == WORDS == {s.value: s.words for s in Status}
+
+
+def test_publish_counts_and_reasons_come_from_the_table():
+    assert publish.GRADE_STATUSES == GRADE_STATUSES
+    assert publish.COUNT_ORDER[:len(Status)] == tuple(s.value for s in Status)
+    assert set(publish.COUNT_ORDER[len(Status):]) == set(publish.STATES) - {"done"}
+    for status in Status:
+        if status.reason_key is not None:
+            assert publish.FAILURE_REASONS[status.reason_key] == status.reason
+    assert list(publish.FAILURE_REASONS) == ["compile_error", "submission_error", "forbidden", "timeout", "crashed",
+                                             "wrong", "no_performance", "not_isolated", "not_run", "unknown_lab",
+                                             "grader_error"]
+
+
+@pytest.mark.parametrize("status", [s for s in Status if s is not Status.GRADED], ids=str)
+def test_publish_files_each_status_under_its_reason_and_grade(status):
+    result = grade_results.compile_error()
+    result.update(status=status.value, exit_code=int(status.exit_code))
+    if status.scoreless:
+        result["score"] = None
+    entry = publish.read_entry({"student": "s1", "handin": {"name": "s1.tar.gz", "sha256": ""},
+                                "state": "done", "result": result})
+    assert publish.failure_of(entry)[0] == status.reason_key
+    assert entry.counts is status.is_grade
+    body = publish.gradescope_results(entry, result)
+    assert body["extra_data"]["graded"] is status.is_grade
+    assert any(t["name"] == "build" for t in body["tests"]) is status.rejects
+
+
+@pytest.mark.parametrize("status", [s for s in Status if s.verdict is not None], ids=str)
+def test_feedback_says_each_status_s_verdict(status):
+    result = grade_results.compile_error()
+    result.update(status=status.value, exit_code=int(status.exit_code), score=None)
+    markdown = report.render_feedback(result)
+    assert f"**{status.verdict.head}** {status.verdict.text}" in markdown
+    html = report.render_feedback_html(result)
+    assert f'class="verdict {status.verdict.kind}"><strong>{status.verdict.head}</strong>' in html
+
+
+# --- the grade record's schema ----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def validator():
+    found = grade_validator()
+    if found is None:
+        pytest.skip("jsonschema is a test dependency (pip install -e grader[test])")
+    return found
+
+
+def test_the_schema_s_statuses_are_the_table_s():
+    schema = json.loads(GRADE_SCHEMA.read_text(encoding="utf-8"))
+    assert schema["properties"]["status"]["enum"] == [s.value for s in Status]
+    assert schema["properties"]["exit_code"]["enum"] == [int(s.exit_code) for s in Status]
+    rules = {rule["if"]["properties"]["status"]["const"]: rule["then"]["properties"] for rule in schema["allOf"]}
+    assert set(rules) == set(WORDS)
+    for status in Status:
+        assert rules[status.value]["exit_code"] == {"const": int(status.exit_code)}
+        score = rules[status.value].get("score")
+        assert score == ({"type": "null"} if status.scoreless
+                         else {"$ref": "#/$defs/score"} if status.is_grade else None)
+
+
+@pytest.mark.parametrize("outcome", sorted(grade_results.OUTCOMES))
+def test_the_report_tests_grades_match_the_schema(validator, outcome):
+    assert grade_problems(validator, grade_results.OUTCOMES[outcome]()) == []
+
+
+def test_the_schema_refuses_what_publish_cannot_read(validator):
+    graded = grade_results.OUTCOMES["graded"]()
+    assert grade_problems(validator, {**graded, "status": "done"})
+    assert grade_problems(validator, {**graded, "exit_code": 24})
+    assert grade_problems(validator, {**graded, "score": None})
+    assert grade_problems(validator, {**grade_results.not_run(), "score": graded["score"]})
+    no_status = dict(graded)
+    del no_status["status"]
+    assert grade_problems(validator, no_status)
+
+
+def test_the_stored_record_still_loads(validator, tmp_path):
+    """A batch record of today's shape (tests/golden/grade.record.json): the batch reads it
+    back, its result matches the schema, and publish writes its feedback and Gradescope
+    results from it."""
+    store = batch.Store(tmp_path / "out")
+    store.records.mkdir(parents=True)
+    shutil.copy(GOLDEN_RECORD, store.records / "alice.json")
+    record = store.record("alice")
+    assert record is not None and record["schema"] == batch.RECORD_SCHEMA
+    job = batch.Job.from_json(record["job"])
+    result = record["result"]
+    assert grade_problems(validator, result) == []
+    assert result["status"] == Status.GRADED and not batch.is_failed_grade(result)
+    paths = publish.write_student(tmp_path / "out", {"student": job.student, "key": job.key, "state": "done",
+                                                     "handin": {"name": job.handin.name, "sha256": job.sha256},
+                                                     "result": result}, result["lab_title"])
+    results = json.loads(Path(paths["gradescope"]).read_text(encoding="utf-8"))
+    assert results["score"] == result["score"]["total"] and results["extra_data"]["graded"] is True
