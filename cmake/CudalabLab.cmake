@@ -231,9 +231,6 @@ function(cudalab_add_lab lab)
 
   add_library(${lab}_harness OBJECT "${dir}/harness.cu")
   target_link_libraries(${lab}_harness PRIVATE ${lab}_problem labkit_cuda)
-  if(EXISTS "${dir}/harness_libs.cmake")
-    include("${dir}/harness_libs.cmake")  # a lab's library baseline (CUB, cuBLAS, NPP)
-  endif()
   cudalab_target_defaults(${lab}_harness STRICT)
 
   add_executable(${lab}_checker "${dir}/checker.cpp")
