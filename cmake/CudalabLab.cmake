@@ -27,6 +27,21 @@ function(cudalab_read_bundle_marker out)
   set(${out} "${labs}" PARENT_SCOPE)
 endfunction()
 
+# The labs of the course's own tree: every labs/<lab>/lab.toml, found at each configure and
+# never cached. The glob is CONFIGURE_DEPENDS, so a lab folder added (or removed) re-runs
+# the configure of an existing build by itself: a new lab needs no list edited anywhere.
+function(cudalab_find_labs out)
+  file(GLOB specs CONFIGURE_DEPENDS "${CUDALAB_ROOT}/labs/*/lab.toml")
+  set(labs "")
+  foreach(spec IN LISTS specs)
+    cmake_path(GET spec PARENT_PATH dir)
+    cmake_path(GET dir FILENAME lab)
+    list(APPEND labs "${lab}")
+  endforeach()
+  list(SORT labs)
+  set(${out} "${labs}" PARENT_SCOPE)
+endfunction()
+
 # The toolchain every build needs (the official tree and a submission alike): the CUDA
 # toolkit and threads.
 macro(cudalab_find_toolchain)
@@ -216,9 +231,6 @@ function(cudalab_add_lab lab)
 
   add_library(${lab}_harness OBJECT "${dir}/harness.cu")
   target_link_libraries(${lab}_harness PRIVATE ${lab}_problem labkit_cuda)
-  if(EXISTS "${dir}/harness_libs.cmake")
-    include("${dir}/harness_libs.cmake")  # a lab's library baseline (CUB, cuBLAS, NPP)
-  endif()
   cudalab_target_defaults(${lab}_harness STRICT)
 
   add_executable(${lab}_checker "${dir}/checker.cpp")

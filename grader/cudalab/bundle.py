@@ -5,9 +5,9 @@ ladders, tests or stored outputs (grader/cudalab/export.py says what it holds). 
 carries MARKER, `cudalab-bundle.json` (schema cudalab.bundle/1: the labs, the cudalab
 version, when it was made). Three things read it:
 
-* CMake (`cudalab_read_bundle_marker`): CUDALAB_STUDENT_BUNDLE defaults to ON and
-  CUDALAB_LABS to the bundle's labs, so each lab builds its harness, checker, starter
-  and SDK, and no solution, ladder rung or test.
+* CMake (`cudalab_read_bundle_marker`): CUDALAB_STUDENT_BUNDLE defaults to ON and the
+  labs built are the bundle's labs (the course's tree finds its own under labs/), so each
+  lab builds its harness, checker, starter and SDK, and no solution, ladder rung or test.
 * The CLI (cli.py): a grader package that lives in a bundle offers STUDENT_VERBS only, and
   says in a sentence why another verb is not there.
 * The official build (build.ensure_official): a bundle's tree needs the checker and the SDK

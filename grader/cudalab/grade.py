@@ -611,27 +611,6 @@ def grade(config: Config, lab: str, folder: Path, seed: int | None = None,
     return finish(pending, attachments_to, device=probe.get("device"), early_timing=True)
 
 
-def grade_many(config: Config, lab: str, folders: list[Path], *, jobs: int | None = None,
-               allow_unisolated: bool = False, on_result=None) -> list[dict]:
-    """Grade several submissions: their builds side by side on the CPU cores, then their GPU
-    runs one at a time (timing needs the GPU alone). on_result(folder, result), when given,
-    sees each result as it is done."""
-    cpus.keep_to_work_cpus(config)
-    try:
-        build.ensure_official(config, labs.load_lab(config, lab))
-    except CudalabError:
-        pass  # each grade reports it in its own result
-    with ThreadPoolExecutor(max_workers=jobs or max(1, os.cpu_count() or 1)) as pool:
-        pending = list(pool.map(lambda f: begin(config, lab, f, allow_unisolated=allow_unisolated,
-                                                bring_official_up_to_date=False), folders))
-    results = []
-    for folder, item in zip(folders, pending):
-        results.append(finish(item))
-        if on_result is not None:
-            on_result(folder, results[-1])
-    return results
-
-
 # --- the verb ---------------------------------------------------------------------------
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

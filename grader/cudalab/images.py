@@ -129,13 +129,6 @@ def read_pgm(path: Path | str) -> tuple[int, int, bytes]:
     return width, height, pixels
 
 
-def write_pgm(path: Path | str, width: int, height: int, pixels: bytes) -> None:
-    """A binary PGM (P5, maxval 255), as the checker writes them."""
-    if len(pixels) != width * height:
-        raise ImageError(f"{width} x {height} pixels are {width * height} bytes, not {len(pixels)}.")
-    Path(path).write_bytes(b"P5\n%d %d\n255\n" % (width, height) + bytes(pixels))
-
-
 # --- PNG -------------------------------------------------------------------------------
 
 def write_png(dst: Path | str, width: int, height: int, pixels: bytes) -> None:

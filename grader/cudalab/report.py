@@ -158,11 +158,6 @@ def render_feedback(result: dict) -> str:
     return render("feedback.md.j2", result)
 
 
-def render_feedback_html(result: dict) -> str:
-    """The same feedback as render_feedback, as a page of its own (escaped HTML)."""
-    return render("feedback.html.j2", result)
-
-
 def write_outputs(out_dir: Path, result: dict) -> dict[str, Path]:
     """result.json first (the record), then feedback.md; both atomically."""
     paths = {"result": out_dir / RESULT_FILE, "feedback": out_dir / FEEDBACK_FILE}

@@ -26,14 +26,17 @@ import sys
 import threading
 import time
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS.parent))  # the cudalab package, when run as a script
 
-from cudalab import grade  # noqa: E402
+from cudalab import build, cpus, grade  # noqa: E402
 from cudalab.config import Config  # noqa: E402
+from cudalab.errors import CudalabError  # noqa: E402
+from cudalab.labs import load_lab  # noqa: E402
 from cudalab.sdk import Manifest, ManifestError  # noqa: E402
 
 SUITE = TESTS / "submissions"
@@ -226,6 +229,21 @@ class SuiteRun:
         return "\n".join(lines)
 
 
+def grade_many(config: Config, lab: str, folders: list[Path], *, on_result) -> None:
+    """Grade several submissions as a class is graded: their builds side by side on the CPU
+    cores, then their GPU runs one at a time (timing needs the GPU alone); on_result(folder,
+    result) sees each result as it is done, in the order the folders were given."""
+    cpus.keep_to_work_cpus(config)
+    try:
+        build.ensure_official(config, load_lab(config, lab))
+    except CudalabError:
+        pass  # each grade reports it in its own result
+    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        pending = list(pool.map(lambda f: grade.begin(config, lab, f, bring_official_up_to_date=False), folders))
+    for folder, item in zip(folders, pending):
+        on_result(folder, grade.finish(item))
+
+
 def run_suite(config: Config, labs: list[str] | None = None, on_row=None,
               names: list[str] | None = None, repeat: int = 1) -> SuiteRun:
     """Grade every entry (builds side by side, GPU runs one at a time), the lab's `correct`
@@ -264,7 +282,7 @@ def run_suite(config: Config, labs: list[str] | None = None, on_row=None,
                 run.rows.append(row)
                 if on_row:
                     on_row(row)
-            grade.grade_many(config, lab, [e.folder for e in order], on_result=done)
+            grade_many(config, lab, [e.folder for e in order], on_result=done)
     finally:
         listener.close()
     run.after = {"official binaries changed": official_changes(config),

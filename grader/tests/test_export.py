@@ -361,7 +361,9 @@ def test_a_fresh_copy_of_the_bundle_builds_and_its_grader_checks_and_packs(vecto
 
     cmake("--preset", "ci")
     cache = (fresh / "build" / "ci" / "CMakeCache.txt").read_text()
-    assert "CUDALAB_STUDENT_BUNDLE:BOOL=ON" in cache and "CUDALAB_LABS:STRING=vector_add" in cache
+    assert "CUDALAB_STUDENT_BUNDLE:BOOL=ON" in cache and "CUDALAB_LABS" not in cache
+    written = (fresh / "build" / "ci" / "cudalab-build.cmake").read_text()
+    assert 'set(CUDALAB_OFFICIAL_LABS "vector_add")' in written
     cmake("--build", "--preset", "ci")
     bin_dir = fresh / "build" / "ci" / "bin"
     assert sorted(p.name for p in bin_dir.iterdir()) == ["vector_add_checker", "vector_add_starter"]

@@ -24,6 +24,11 @@ BATCH = {"started_at": "2025-01-01T00:00:00+00:00", "finished_at": None, "gpu": 
 PLOT = re.compile(r"data:image/svg\+xml;base64,[A-Za-z0-9+/=]+")
 
 
+def render_feedback_html(result: dict) -> str:
+    """The feedback page alone, as publish writes it beside feedback.md."""
+    return report.render("feedback.html.j2", result)
+
+
 def _validator():
     jsonschema = pytest.importorskip("jsonschema",
                                      reason="jsonschema is a test dependency (pip install -e grader[test])")
@@ -61,7 +66,7 @@ def test_html_feedback_shows_student_text_and_never_runs_it(tmp_path):
     result["build"]["feedback"] = ['kernel.cu(3): error: "</pre><script>alert(1)</script>" & more',
                                    "```", "c = a + b; // ```` four"]
     result["message"] = "Fix <b>this</b> first."
-    html = report.render_feedback_html(result)
+    html = render_feedback_html(result)
     assert "<script>" not in html and "<img src=x" not in html and "<b>this</b>" not in html
     assert "&lt;/pre&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&amp; more" in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
@@ -99,7 +104,7 @@ def test_difference_images_are_linked_only_below_the_feedback(tmp_path):
     result = OUTCOMES["graded"]()
     result["cases"][1]["difference_images"] = {"c": "images/n_257/c.png", "d": "javascript:alert(1)",
                                                "e": "../../other/e.png"}
-    html = report.render_feedback_html(result)
+    html = render_feedback_html(result)
     assert '<a href="images/n_257/c.png">difference image of c</a>' in html
     assert "javascript:" not in html and "../../other" not in html
     markdown = report.render_feedback(result)
@@ -112,7 +117,7 @@ def test_a_sanitizer_that_was_not_run_still_renders():
     result["sanitizer"] = {"status": "skipped", "points_off": 0.0,
                            "message": "compute-sanitizer is not on this machine, so no points were taken off "
                                       "for it."}
-    for page in (report.render_feedback(result), report.render_feedback_html(result)):
+    for page in (report.render_feedback(result), render_feedback_html(result)):
         assert "compute-sanitizer is not on this machine" in page
 
 
