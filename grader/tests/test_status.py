@@ -151,7 +151,7 @@ def test_feedback_says_each_status_s_verdict(status):
     result.update(status=status.value, exit_code=int(status.exit_code), score=None)
     markdown = report.render_feedback(result)
     assert f"**{status.verdict.head}** {status.verdict.text}" in markdown
-    html = report.render_feedback_html(result)
+    html = report.render("feedback.html.j2", result)  # the page publish writes beside feedback.md
     assert f'class="verdict {status.verdict.kind}"><strong>{status.verdict.head}</strong>' in html
 
 
