@@ -21,7 +21,7 @@ import secrets
 import statistics
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -62,13 +62,18 @@ def failure_reason(result: ProcessResult) -> str:
 
 
 @contextmanager
-def _phase(result: dict, name: str):
-    """Records how long a phase of the grade took (provenance.phases_s), in seconds."""
+def _seconds(into: dict, name: str):
+    """Records how long the block took in into[name], in seconds."""
     started = time.perf_counter()
     try:
         yield
     finally:
-        result["provenance"]["phases_s"][name] = round(time.perf_counter() - started, 2)
+        into[name] = round(time.perf_counter() - started, 2)
+
+
+def _phase(result: dict, name: str):
+    """Records how long a phase of the grade took (provenance.phases_s), in seconds."""
+    return _seconds(result["provenance"]["phases_s"], name)
 
 
 class _PerformanceZero(Exception):
@@ -210,19 +215,16 @@ class GradingSession:
         case = self.spec.scoring.timing_case
         to_child_read, to_child_write = os.pipe()
         from_child_read, from_child_write = os.pipe()
-        started = time.perf_counter()
-        arena = server.arena_descriptor()  # (starts the auditor and the reference first where needed)
-        seconds["audit_start"] = round(time.perf_counter() - started, 2)
+        with _seconds(seconds, "audit_start"):
+            arena = server.arena_descriptor()  # (starts the auditor and the reference first where needed)
         outcome: dict = {}
 
         def talk() -> bool:
             try:
-                launched = time.perf_counter()
-                read_ready(from_child_read, case, server.layout_bytes, self.config.sample_timeout_s)
-                seconds["program_start"] = round(time.perf_counter() - launched, 2)
-                launched = time.perf_counter()
-                outcome["run"] = server.round(pace, ProgramPipes(to_child_write, from_child_read))
-                seconds["session"] = round(time.perf_counter() - launched, 2)
+                with _seconds(seconds, "program_start"):
+                    read_ready(from_child_read, case, server.layout_bytes, self.config.sample_timeout_s)
+                with _seconds(seconds, "session"):
+                    outcome["run"] = server.round(pace, ProgramPipes(to_child_write, from_child_read))
                 send_line(to_child_write, "end")  # it writes its run JSON and exits
                 return True
             except ChannelClosed:  # the program ended by itself: its exit says why
@@ -273,19 +275,18 @@ class GradingSession:
         try:
             for number in range(1, config.timing_rounds + 1):
                 with gpu.exclusive(config.gpu_device):  # a round's samples, the GPU alone
-                    started = time.perf_counter()
-                    self.gpu_waits.append(gpu.wait_until_idle(config.gpu_idle_wait_s, device=config.gpu_device,
-                                                              ignore=server.pids()))
-                    seconds = {"idle_check": round(time.perf_counter() - started, 2)}
+                    seconds: dict = {}
+                    with _seconds(seconds, "idle_check"):
+                        self.gpu_waits.append(gpu.wait_until_idle(config.gpu_idle_wait_s,
+                                                                  device=config.gpu_device, ignore=server.pids()))
                     console.info(f"Timing round {number} of {config.timing_rounds} on {case}")
                     keep = scoring.kept_in_round(number, config.timing_rounds, config.kept_samples,
                                                  self.spec.every_output_exact)
                     run = self.paced(server, self._pace(samples, keep=keep, stop_when=too_slow), seconds)
                     sub = run.student
-                    started = time.perf_counter()
-                    dumps = [(server.dump(k.slot, self.tmp), k) for k in sub.kept if not sub.wrong]
-                    if dumps:
-                        seconds["dump"] = round(time.perf_counter() - started, 2)
+                    kept_now = [] if sub.wrong else sub.kept
+                    with _seconds(seconds, "dump") if kept_now else nullcontext():
+                        dumps = [(server.dump(k.slot, self.tmp), k) for k in kept_now]
                 if number == config.timing_rounds and server is not self.audit_server:
                     self.bench_clocks += server.close()  # the GPU is free for the kept samples' checks
                 if sub.wrong:
