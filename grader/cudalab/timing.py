@@ -251,6 +251,8 @@ class AuditorChannel:
             seed = rng.getrandbits(64)
             number, wall_ms, reported, wrong = self._sample(program, kind, slot, seed, pace.sample_timeout_s)
             into = run.student if program == STUDENT else run.reference  # blanks are the official side's
+            if wrong and program != STUDENT:  # the reference disagreed with itself: the grader's problem
+                raise AuditorError(f"the reference program's {wrong} (checked against the auditor's own run)")
             if wrong:
                 into.wrong = wrong
                 return False

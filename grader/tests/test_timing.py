@@ -209,6 +209,15 @@ def test_a_sample_that_fails_its_verification_ends_the_session_and_says_what_was
     assert samples_seen(auditor)[-1][2] == "student"  # nothing after it
 
 
+
+def test_a_reference_sample_that_fails_its_verification_is_the_graders_problem():
+    def reference_wrong(words, say):
+        say(f"sealed {words[1]} 1.0")
+        say(f"differs {words[1]} c[0] is 2 where the course's reference computes 1"
+            if words[2] == "reference" and int(words[1]) >= 6 else f"verified {words[1]}")
+    with FakeAuditor(reference_wrong) as channel, pytest.raises(AuditorError, match="reference program's sample"):
+        channel.session(pace())
+
 @pytest.mark.parametrize("answer, error, program, words", [
     (lambda n, p: [f"breach {n} {p} answered 'go {n}' with 'done 7 0.5' instead of 'done {n} MS'"], ProtocolError,
      "student", r"answered 'go \d+' with 'done 7 0.5'"),
