@@ -214,6 +214,12 @@ class AuditServer:
         if self._auditor is None:
             self._start()
 
+    def start(self) -> None:
+        """Starts the auditor and the reference's two processes now, if they are not running
+        (a grade starts them while the submission builds). GraderError if they cannot."""
+        with self._lock:
+            self._ensure()
+
     def program_argv(self, control_in: int, control_out: int, arena_fd: int) -> list[object]:
         """A timed program's command line (the descriptors as it will see them)."""
         return paced_argv(self.case, control_in, control_out, arena_fd, self.arena_bytes)

@@ -90,9 +90,10 @@ class GradingSession:
     """One grading of one built submission: seeds, folders, the reference, the checker."""
 
     def __init__(self, config: Config, spec: LabSpec, submission: Path, seed: int, tmp: Path,
-                 audit_server: AuditServer | None = None):
+                 audit_server: AuditServer | None = None, own_server: AuditServer | None = None):
         self.config, self.spec, self.seed, self.tmp = config, spec, seed, tmp
-        self.audit_server = audit_server
+        self.audit_server = audit_server  # a batch's, kept for every grade on this GPU
+        self.own_server = own_server      # this grade's own, started early: ended after its last round
         self.runner = Runner(config, spec, tmp)
         self.reference = self.runner.official(labs.scoring_reference(spec))
         self.submission = submission
@@ -267,7 +268,8 @@ class GradingSession:
         too_slow = TooSlow(limit=1.25 * scoring.zero_marks_ratio)
         # The auditor and the reference's program serve every round (audit.py): the batch's
         # for this GPU where it gives them, else this grade's own, ended after the last round.
-        server = self.audit_server or AuditServer(self.runner, self.reference, case, config.sample_timeout_s, kept)
+        server = (self.audit_server or self.own_server
+                  or AuditServer(self.runner, self.reference, case, config.sample_timeout_s, kept))
         # Each round's kept samples are checked while the next rounds run: the checker is on
         # the work CPUs (cpus.py), never on those left to timing, and reads only its own dump.
         checks = ThreadPoolExecutor(max_workers=config.timing_rounds * kept, thread_name_prefix="kept-check")
@@ -414,13 +416,14 @@ def _timed(result: dict, session: GradingSession) -> dict:
 
 def grade_built(result: dict, config: Config, spec: LabSpec, binary: Path, tmp: Path,
                 device: dict | None = None, audit: AuditServer | None = None,
-                early_timing: bool = False) -> None:
+                early_timing: bool = False, own_audit: AuditServer | None = None) -> None:
     """Run, check, time and score a built submission, filling `result` as it goes. `device`
     is probe_device()'s answer when the caller probed the GPU already; `audit`, the auditor
-    and reference program kept for every grade on this GPU (a batch's), when there is one.
+    and reference program kept for every grade on this GPU (a batch's), when there is one;
+    `own_audit`, this grade's own, started while it built, which the grade ends.
     `early_timing` (a grade with the GPU to itself) times the submission while the checker
     judges its run, instead of after: the GPU time is lost when a case fails."""
-    session = GradingSession(config, spec, binary, result["provenance"]["seed"], tmp, audit)
+    session = GradingSession(config, spec, binary, result["provenance"]["seed"], tmp, audit, own_audit)
     try:
         if device is not None:
             session.device = device
@@ -531,18 +534,19 @@ def begin(config: Config, lab: str, folder: Path, seed: int | None = None,
 
 
 def finish(pending: Pending, attachments_to: Path | None = None, device: dict | None = None,
-           audit: AuditServer | None = None, early_timing: bool = False) -> dict:
+           audit: AuditServer | None = None, early_timing: bool = False,
+           own_audit: AuditServer | None = None) -> dict:
     """Run, check, time and score what begin() built (or report why it could not), clean up,
     and return the complete result document. Pictures the feedback links (difference images)
     are copied into `attachments_to` (the folder feedback.md goes to) when it is given;
     `device` is probe_device()'s answer when the caller probed the GPU already, `audit` the
-    auditor and reference program a batch keeps for every grade on this GPU; `early_timing`, see
-    grade_built."""
+    auditor and reference program a batch keeps for every grade on this GPU; `early_timing`
+    and `own_audit`, see grade_built."""
     result, config = pending.result, pending.config
     try:
         if pending.error is not None:
             raise pending.error
-        grade_built(result, config, pending.spec, pending.binary, pending.tmp, device, audit, early_timing)
+        grade_built(result, config, pending.spec, pending.binary, pending.tmp, device, audit, early_timing, own_audit)
     except NoDeviceError as err:
         result["score"] = None  # not a zero: nothing was graded
         _set_status(result, Status.NOT_RUN, str(err))
@@ -579,8 +583,9 @@ def _copy_attachments(tmp: Path | None, out: Path) -> None:
 def grade(config: Config, lab: str, folder: Path, seed: int | None = None,
           allow_unisolated: bool = False, attachments_to: Path | None = None) -> dict:
     """Grade `folder`; always return a complete result document (never raise for a failure).
-    With `attachments_to`, the pictures its feedback links are written there. The GPU is
-    probed while the submission builds (the probe runs only official code)."""
+    With `attachments_to`, the pictures its feedback links are written there. While the
+    submission builds, the GPU is probed and the timing's auditor and reference program are
+    started (official code only, on the CPUs left to timing)."""
     cpus.keep_to_work_cpus(config)
     started = time.perf_counter()
     try:
@@ -590,14 +595,20 @@ def grade(config: Config, lab: str, folder: Path, seed: int | None = None,
         return finish(begin(config, lab, folder, seed, allow_unisolated), attachments_to)
     official_s = time.perf_counter() - started
     probe: dict = {}
+    timing_scratch = fresh_dir(scratch_root(config), f"timing-{spec.name}")
 
     def probe_beside() -> None:
         began = time.perf_counter()
         try:
             probe["device"] = probe_device(config, spec)
         except CudalabError:
-            pass  # finish() probes again and reports it as a grade's own probe does
-        probe["seconds"] = time.perf_counter() - began
+            return  # finish() probes again and reports it as a grade's own probe does
+        finally:
+            probe["seconds"] = time.perf_counter() - began
+        if spec.scoring.performance_points > 0:
+            began = time.perf_counter()
+            probe["audit"] = _started_audit(config, spec, timing_scratch)
+            probe["audit_seconds"] = time.perf_counter() - began
 
     thread = threading.Thread(target=probe_beside, name="device-probe", daemon=True)
     thread.start()
@@ -609,7 +620,32 @@ def grade(config: Config, lab: str, folder: Path, seed: int | None = None,
     phases["official_build"] = round(official_s, 2)
     if "device" in probe:
         phases["device_probe"] = round(probe["seconds"], 2)
-    return finish(pending, attachments_to, device=probe.get("device"), early_timing=True)
+    if probe.get("audit") is not None:
+        phases["audit_start"] = round(probe["audit_seconds"], 2)
+    server = probe.get("audit")
+    try:
+        result = finish(pending, attachments_to, device=probe.get("device"), early_timing=True, own_audit=server)
+    finally:
+        if server is not None:
+            server.close()  # (ended already once its last round was timed)
+        remove_tree(timing_scratch)
+    if server is not None:  # its programs are the grade's too
+        result["provenance"]["processes"] = (result["provenance"].get("processes") or []) + server.runner.times
+    return result
+
+
+def _started_audit(config: Config, spec: LabSpec, scratch: Path) -> AuditServer | None:
+    """The lab's auditor and reference program, started; None when they cannot start now
+    (the grade then starts its own when it times, and reports what fails there)."""
+    server = AuditServer.for_lab(config, spec, scratch)
+    if server is None:
+        return None
+    try:
+        server.start()
+    except GraderError:
+        server.close()
+        return None
+    return server
 
 
 # --- the verb ---------------------------------------------------------------------------

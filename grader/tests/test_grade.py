@@ -59,7 +59,8 @@ def test_correct_submission_gets_full_marks(toy_config, toy_submission, fake_sub
     assert provenance["isolation"]["kind"] in ("bubblewrap", "none") and provenance["finished_at"]
     assert provenance["sm_clock_mhz"] == 1975.0  # median of the reference's before/after clocks
     # Where the time went, phase by phase.
-    assert set(provenance["phases_s"]) >= {"build", "device_probe", "correctness", "timing", "kept_sample_checks"}
+    assert set(provenance["phases_s"]) >= {"build", "device_probe", "audit_start", "correctness", "timing",
+                                           "kept_sample_checks"}
     # ... and program by program: the probe, the correctness run, its check, the auditor and
     # the reference program's two processes (timed samples, blank ones) serving every round,
     # the submission's program in each round, one check per kept sample.
