@@ -233,7 +233,14 @@ function(cudalab_add_lab lab)
   target_link_libraries(${lab}_harness PRIVATE ${lab}_problem labkit_cuda)
   cudalab_target_defaults(${lab}_harness STRICT)
 
-  add_executable(${lab}_checker "${dir}/checker.cpp")
+  # Every lab's checker is the same few lines up to its name, generated here; a lab whose
+  # checker differs (occupancy's asks the GPU) keeps its own checker.cpp.
+  set(checker_source "${dir}/checker.cpp")
+  if(NOT EXISTS "${checker_source}")
+    set(checker_source "${gen_dir}/checker.cpp")
+    configure_file("${CUDALAB_ROOT}/cmake/lab_checker.cpp.in" "${checker_source}" @ONLY)
+  endif()
+  add_executable(${lab}_checker "${checker_source}")
   target_link_libraries(${lab}_checker PRIVATE ${lab}_reference labkit_checker)
   if(EXISTS "${dir}/checker_libs.cmake")
     include("${dir}/checker_libs.cmake")  # a checker whose reference asks the GPU (lab.toml [checker] gpu)

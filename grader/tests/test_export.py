@@ -83,7 +83,7 @@ def test_the_bundle_holds_what_students_build_and_run_against(vector_add_bundle,
     for needed in ("CMakeLists.txt", "CMakePresets.json", "cmake/CudalabLab.cmake", "cmake/submission/CMakeLists.txt",
                    "common/CMakeLists.txt", "common/labkit/harness.cu", "labs/vector_add/lab.toml",
                    "labs/vector_add/vector_add.hpp", "labs/vector_add/harness.cu", "labs/vector_add/problem.cpp",
-                   "labs/vector_add/reference.cpp", "labs/vector_add/checker.cpp", "starter/vector_add/vector_add.cu",
+                   "labs/vector_add/reference.cpp", "cmake/lab_checker.cpp.in", "starter/vector_add/vector_add.cu",
                    "handouts/vector_add.md", "datasets/images.toml", "tools/setup.sh", "grader/pyproject.toml",
                    "grader/cudalab/cli.py", "grader/cudalab/templates/handout.md.j2", "README.md", bundle.MARKER):
         assert needed in files, needed

@@ -43,6 +43,8 @@ def add_lab_copied_from(root: Path, source: str, name: str) -> None:
     folder = root / "labs" / name
     shutil.copytree(root / "labs" / source, folder)
     (folder / f"{source}.hpp").rename(folder / f"{name}.hpp")
+    for code in [*folder.glob("*.cpp"), *folder.glob("*.hpp"), *folder.glob("*.cu")]:
+        code.write_text(code.read_text().replace(f"lab_{source}", f"lab_{name}"))
     toml = (folder / "lab.toml").read_text()
     (folder / "lab.toml").write_text(toml.replace(f'name = "{source}"', f'name = "{name}"', 1)
                                      .replace(f'"{source}.cu"', f'"{name}.cu"').replace(f'"{source}.hpp"', f'"{name}.hpp"'))
@@ -109,6 +111,20 @@ def test_a_lab_folder_added_to_a_configured_tree_is_built_by_its_next_build(tmp_
                    "vector_add_again_sdk"):
         assert re.search(rf"(^|/){target}:", targets, re.MULTILINE), target
     assert (build_dir / "generated" / "vector_add_again" / "lab_spec.hpp").is_file()
+    checker = (build_dir / "generated" / "vector_add_again" / "checker.cpp").read_text()
+    assert "lab_vector_add_again::problem(), lab_vector_add_again::reference" in checker
+
+
+def test_a_labs_own_checker_is_one_that_differs_from_the_generated_one():
+    """The usual checker is generated (cmake/lab_checker.cpp.in); a lab keeps a checker.cpp
+    only when it needs another one, so no copy identical up to the name creeps back."""
+    template = (REPO_ROOT / "cmake" / "lab_checker.cpp.in").read_text()
+    own = [lab for lab in REAL_LABS if (REPO_ROOT / "labs" / lab / "checker.cpp").is_file()]
+    for lab in own:
+        generated = template.replace("@lab@", lab)
+        mine = (REPO_ROOT / "labs" / lab / "checker.cpp").read_text()
+        assert declarations(mine) != declarations(generated), f"labs/{lab}/checker.cpp is the generated checker"
+    assert len(own) < len(REAL_LABS) / 2, "most labs use the generated checker"
 
 
 # --- each lab's API header agrees with its lab.toml ---------------------------------------------
