@@ -274,6 +274,9 @@ function(cudalab_add_lab lab)
     DEPENDS ${objects} ${labkit_headers} "${dir}/${api_header}" "${CUDALAB_ROOT}/grader/cudalab/sdk.py"
             "${CUDALAB_ROOT}/grader/cudalab/symbols.py" "${CUDALAB_ROOT}/cmake/submission/CMakeLists.txt"
             "${CUDALAB_ROOT}/cmake/CudalabLab.cmake"
+    COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${CUDALAB_ROOT}/grader"
+            "${Python3_EXECUTABLE}" -m cudalab.sdk manifest --out "${CMAKE_BINARY_DIR}/manifests/${lab}_sdk.json"
+            --root "${CMAKE_BINARY_DIR}" --files "${sdk_dir}/sdk.cmake"
     COMMAND_EXPAND_LISTS VERBATIM
     COMMENT "Assembling the ${lab} SDK (headers, official objects, symbol index, submission commands)")
   add_custom_target(${lab}_sdk ALL DEPENDS "${sdk_dir}/sdk.cmake")
@@ -299,9 +302,18 @@ function(cudalab_add_lab lab)
     endforeach()
     list(APPEND official ${rung_names})
   endif()
+  # Each official binary records its own hash whenever it is linked (manifests/<target>.json),
+  # as the SDK does when it is assembled: a build of one lab's targets alone (what the
+  # grader asks for, `cmake --build ... --target vector_add_checker ...`) leaves a record of
+  # everything it made. official-manifest.json gathers them all in a whole build.
   foreach(target IN LISTS official)
     set_property(GLOBAL APPEND PROPERTY CUDALAB_OFFICIAL_FILES "$<TARGET_FILE:${target}>")
     set_property(GLOBAL APPEND PROPERTY CUDALAB_OFFICIAL_TARGETS ${target})
+    add_custom_command(TARGET ${target} POST_BUILD
+      COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${CUDALAB_ROOT}/grader"
+              "${Python3_EXECUTABLE}" -m cudalab.sdk manifest --out "${CMAKE_BINARY_DIR}/manifests/${target}.json"
+              --root "${CMAKE_BINARY_DIR}" --files "$<TARGET_FILE:${target}>"
+      VERBATIM)
   endforeach()
 
   if(CUDALAB_BUILD_TESTS)

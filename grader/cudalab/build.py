@@ -19,6 +19,8 @@ import re
 import shlex
 import shutil
 import stat
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -153,10 +155,33 @@ def compile_feedback(log: str, files: tuple[str, ...] | list[str], copy_dir: Pat
 
 # --- running CMake ------------------------------------------------------------------------
 
-def _cmake(config: Config, args: list[str], cwd: Path | None = None) -> ProcessResult:
+def _cmake(config: Config, args: list[str], cwd: Path | None = None,
+           on_line: Callable[[str], None] | None = None) -> ProcessResult:
     console.info("$ cmake " + " ".join(args))
     return run_process(["cmake", *args], timeout_s=config.build_timeout_s,
-                       output_cap_bytes=_BUILD_LOG_CAP, cwd=cwd or config.root)
+                       output_cap_bytes=_BUILD_LOG_CAP, cwd=cwd or config.root, on_stdout_line=on_line)
+
+
+class BuildProgress:
+    """Says how far a build is from ninja's "[done/total] ..." lines: at most every
+    `every_s` seconds, and at its last step, so that a long first build is never silent."""
+
+    _STEP = re.compile(r"^\[(\d+)/(\d+)\]")
+
+    def __init__(self, what: str, every_s: float = 5.0, clock: Callable[[], float] = time.monotonic,
+                 say: Callable[[str], None] = console.info):
+        self.what, self.every_s, self.clock, self.say = what, every_s, clock, say
+        self.last_said = clock()
+
+    def __call__(self, line: str) -> None:
+        step = self._STEP.match(line)
+        if step is None:
+            return
+        done, total = int(step[1]), int(step[2])
+        now = self.clock()
+        if done == total or now - self.last_said >= self.every_s:
+            self.say(f"  {self.what}: step {done} of {total}")
+            self.last_said = now
 
 
 def _log(result: ProcessResult) -> str:
@@ -176,8 +201,9 @@ def _has_build_preset(config: Config) -> bool:
     return any(p.get("name") == config.preset for p in data.get("buildPresets", []))
 
 
-def build_official(config: Config) -> None:
-    """Configure (when needed) and build the official tree with the config's preset."""
+def build_official(config: Config, targets: Sequence[str] = ()) -> None:
+    """Configure (when needed) and build the official tree with the config's preset: the
+    whole of it, or only `targets` (and what they need), saying how far it is as it goes."""
     if not official_tree_is_writable(config):
         raise GraderError(f"The official build {config.build_dir} is not yours to write (a shared course "
                           "install): it is used as it is. Ask whoever installed the course to rebuild it.")
@@ -191,11 +217,14 @@ def build_official(config: Config) -> None:
         if result.exit_code != 0:
             raise GraderError(f"Configuring the official build with preset '{config.preset}' "
                               f"failed ({result.describe()}):\n{_tail(result)}")
-    console.info(f"Building the official tree in {config.build_dir}")
+    what = f"the official {', '.join(targets)}" if targets else "the official tree"
+    console.info(f"Building {what} in {config.build_dir}")
+    chosen = ["--target", *targets] if targets else []
+    progress = BuildProgress("building " + ("them" if targets else "it"))
     if config.build_dir == default_dir and _has_build_preset(config):
-        result = _cmake(config, ["--build", "--preset", config.preset])
+        result = _cmake(config, ["--build", "--preset", config.preset, *chosen], on_line=progress)
     else:
-        result = _cmake(config, ["--build", str(config.build_dir)])
+        result = _cmake(config, ["--build", str(config.build_dir), *chosen], on_line=progress)
     if result.exit_code != 0:
         raise GraderError(f"Building the official tree {config.build_dir} failed "
                           f"({result.describe()}):\n{_tail(result)}")
@@ -244,13 +273,18 @@ def ensure_official(config: Config, spec: LabSpec,
         return
     if (configured and rebuild) or not present:
         if not present:
-            console.info(f"Building the official {spec.name} harness and checker first (once; it takes a "
-                         "few minutes the first time)")
-        build_official(config)
+            console.info(f"Building what the {spec.name} lab needs first (once; a minute or two the first time)")
+        build_official(config, official_targets(spec, implementations))
     missing = [str(p) for p in needed if not p.is_file()]
     if missing:
         raise GraderError(f"The official build has no {' or '.join(missing)}: the {spec.name} "
                           "lab's targets were not built.")
+
+
+def official_targets(spec: LabSpec, implementations: Sequence[str]) -> list[str]:
+    """The CMake targets of a lab's official binaries (`vector_add_checker`, ...) and of its
+    SDK: what a command on that lab needs built, and nothing of other labs or the tests."""
+    return [f"{spec.name}_{impl}" for impl in implementations] + [f"{spec.name}_sdk"]
 
 
 # What a student's own run (`cudalab run LAB FOLDER`, with or without --bench) needs of the

@@ -260,13 +260,15 @@ class Isolation:
 # --------------------------------------------------------------------------- running a process
 
 class _CappedReader(threading.Thread):
-    """Drains a pipe to its end (so the child never blocks) and keeps the first `cap` bytes."""
+    """Drains a pipe to its end (so the child never blocks) and keeps the first `cap` bytes;
+    `on_line`, when given, is told each line as it comes (cut at 4 KiB)."""
 
-    def __init__(self, pipe, cap: int):
+    def __init__(self, pipe, cap: int, on_line: Callable[[str], None] | None = None):
         super().__init__(daemon=True)
-        self.pipe, self.cap = pipe, cap
+        self.pipe, self.cap, self.on_line = pipe, cap, on_line
         self.kept = bytearray()
         self.cut = False
+        self._partial = b""
 
     def run(self) -> None:
         try:
@@ -275,8 +277,16 @@ class _CappedReader(threading.Thread):
                 if len(chunk) > room:
                     self.cut = True
                 self.kept += chunk[:max(room, 0)]
+                if self.on_line is not None:
+                    self._tell(chunk)
         except (OSError, ValueError):
             pass
+
+    def _tell(self, chunk: bytes) -> None:
+        *lines, self._partial = (self._partial + chunk).split(b"\n")
+        self._partial = self._partial[-4096:]
+        for line in lines:
+            self.on_line(line[:4096].decode("utf-8", errors="replace"))
 
     def text(self) -> str:
         body = bytes(self.kept).decode("utf-8", errors="replace")
@@ -306,7 +316,8 @@ def _supervise(argv: list[str], *, timeout_s: float, output_cap_bytes: int,
                preexec_fn: Callable[[], None] | None, pass_fds: Sequence[int] = (),
                on_timeout: Callable[[], None] | None = None,
                during: Callable[[], bool] | None = None,
-               started: Callable[[int], None] | None = None) -> _Finished:
+               started: Callable[[int], None] | None = None,
+               on_stdout_line: Callable[[str], None] | None = None) -> _Finished:
     """Start argv in a new session, drain its output, enforce the wall clock. Raises OSError
     when it cannot start. `pass_fds` are closed here once the child holds them. `during`,
     when given, runs while the program does (the grader talks to it over descriptors it
@@ -320,7 +331,7 @@ def _supervise(argv: list[str], *, timeout_s: float, output_cap_bytes: int,
     finally:
         for fd in pass_fds:
             os.close(fd)
-    readers = [_CappedReader(proc.stdout, output_cap_bytes),
+    readers = [_CappedReader(proc.stdout, output_cap_bytes, on_stdout_line),
                _CappedReader(proc.stderr, output_cap_bytes)]
     for reader in readers:
         reader.start()
@@ -363,15 +374,17 @@ def _supervise(argv: list[str], *, timeout_s: float, output_cap_bytes: int,
 def run_process(argv: Sequence[str], *, timeout_s: float, output_cap_bytes: int,
                 cwd: Path | None = None, env: dict[str, str] | None = None,
                 preexec_fn: Callable[[], None] | None = None,
-                isolation: str = "none: trusted process") -> ProcessResult:
+                isolation: str = "none: trusted process",
+                on_stdout_line: Callable[[str], None] | None = None) -> ProcessResult:
     """Run a trusted process (CMake of the official tree, ...) in a new session; on time-out
     kill its whole process group. Never raises for the child's own failures: a program that
-    cannot start is reported as exit 127."""
+    cannot start is reported as exit 127. `on_stdout_line` is told each line of its output
+    as it comes (a build's progress)."""
     argv = [str(a) for a in argv]
     start = time.perf_counter()
     try:
         done = _supervise(argv, timeout_s=timeout_s, output_cap_bytes=output_cap_bytes,
-                          cwd=cwd, env=env, preexec_fn=preexec_fn)
+                          cwd=cwd, env=env, preexec_fn=preexec_fn, on_stdout_line=on_stdout_line)
     except OSError as err:
         return ProcessResult(argv, 127, False, time.perf_counter() - start, timeout_s, "",
                              f"could not start {argv[0]}: {err.strerror}\n", isolation)

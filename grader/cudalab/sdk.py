@@ -11,7 +11,8 @@ solution's flags and needs only the compilers inside the sandbox, not CMake. The
 submission's build this folder and not the repository, so no solution, no other
 submission and no reference source is within reach of an ``#include``.
 
-The manifest (``build/<preset>/official-manifest.json``) holds a SHA-256 of every official
+The manifest (``build/<preset>/official-manifest.json``, and ``manifests/<target>.json``
+that each official target writes when it is built) holds a SHA-256 of every official
 binary and SDK file, written by the build; the grader checks a file against it before
 every use, a second line of defence behind the sandbox.
 
@@ -34,6 +35,7 @@ from typing import Sequence
 
 MANIFEST_SCHEMA = "cudalab.manifest/1"
 MANIFEST_NAME = "official-manifest.json"
+MANIFEST_RECORDS = "manifests"  # one record per official target, written when it is built
 
 
 class ManifestError(Exception):
@@ -153,6 +155,7 @@ def _official_files(files: Sequence[Path]) -> list[Path]:
 
 
 def write_manifest(out: Path, root: Path, files: Sequence[Path]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
     entries = {}
     for path in _official_files(files):
         entries[Path(os.path.relpath(path, root)).as_posix()] = sha256_file(path)
@@ -164,16 +167,27 @@ class Manifest:
 
     def __init__(self, build_dir: Path):
         self.build_dir = Path(build_dir)
-        path = self.build_dir / MANIFEST_NAME
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as err:
-            raise ManifestError(f"The official build has no readable {MANIFEST_NAME} ({err}); "
-                                "build it again with `cudalab build`.") from None
-        if not isinstance(data, dict) or data.get("schema") != MANIFEST_SCHEMA:
-            raise ManifestError(f"{path} is not a {MANIFEST_SCHEMA} manifest; build the official "
-                                "tree again with `cudalab build`.")
-        self.files: dict[str, str] = data.get("files", {})
+        self.files: dict[str, str] = {}
+        # The whole build's manifest, then each target's own record (written whenever that
+        # target is built, so never older than the whole build's): a build of one lab's
+        # targets alone is checked against the records it left.
+        records = self.build_dir / MANIFEST_RECORDS
+        sources = [p for p in [self.build_dir / MANIFEST_NAME] if p.is_file()]
+        sources += sorted(records.glob("*.json")) if records.is_dir() else []
+        if not sources:
+            raise ManifestError(f"The official build in {self.build_dir} has no {MANIFEST_NAME} and no "
+                                f"{MANIFEST_RECORDS}/: build it again with `cudalab build`.")
+        for path in sources:
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as err:
+                raise ManifestError(f"The official build's {path} cannot be read ({err}); "
+                                    "build it again with `cudalab build`.") from None
+            if not isinstance(data, dict) or data.get("schema") != MANIFEST_SCHEMA \
+                    or not isinstance(data.get("files"), dict):
+                raise ManifestError(f"{path} is not a {MANIFEST_SCHEMA} manifest; build the official "
+                                    "tree again with `cudalab build`.")
+            self.files.update(data["files"])
 
     def verify(self, path: Path) -> None:
         """Raise ManifestError unless `path` is an official file with its recorded hash."""

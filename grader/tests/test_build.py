@@ -142,9 +142,11 @@ def test_link_errors_are_kept_although_they_name_no_source():
 def test_official_build_configures_then_builds(toy_config, spec, fake_cmake, toy_root):
     (toy_root / "build").rename(toy_root / "prebuilt")  # start from nothing
     build.ensure_official(toy_config, spec)
-    assert fake_cmake() == [["--preset", "ci"], ["--build", str(toy_config.build_dir)]]
+    # What the lab needs (its solution, checker and SDK), not every lab and the tests.
+    lab_targets = ["--target", "toy_solution", "toy_checker", "toy_sdk"]
+    assert fake_cmake() == [["--preset", "ci"], ["--build", str(toy_config.build_dir), *lab_targets]]
     build.ensure_official(toy_config, spec)  # configured: just brought up to date
-    assert fake_cmake()[-1] == ["--build", str(toy_config.build_dir)]
+    assert fake_cmake()[-1] == ["--build", str(toy_config.build_dir), *lab_targets]
 
 
 def test_official_build_uses_a_build_preset_when_there_is_one(toy_config, spec, fake_cmake, toy_root):
@@ -152,6 +154,26 @@ def test_official_build_uses_a_build_preset_when_there_is_one(toy_config, spec, 
     (toy_root / "CMakePresets.json").write_text(json.dumps({"buildPresets": [{"name": "ci"}]}))
     build.build_official(toy_config)
     assert fake_cmake()[-1] == ["--build", "--preset", "ci"]
+
+
+def test_a_build_says_how_far_it_is_from_ninjas_step_lines():
+    said, now = [], [0.0]
+    progress = build.BuildProgress("building them", every_s=5.0, clock=lambda: now[0], say=said.append)
+    for step, at in ((1, 0.5), (2, 1.0), (40, 6.0), (41, 7.0), (99, 13.0), (120, 13.5)):
+        now[0] = at
+        progress(f"[{step}/120] Building CUDA object CMakeFiles/x.dir/x.cu.o")
+    progress("some compiler warning that is not a step")
+    assert said == ["  building them: step 40 of 120", "  building them: step 99 of 120",
+                    "  building them: step 120 of 120"]
+
+
+def test_a_trusted_process_tells_its_output_line_by_line():
+    from cudalab.sandbox import run_process
+    lines = []
+    result = run_process(["/bin/sh", "-c", "printf '[1/2] a\\n[2/2] b\\nno newline'"], timeout_s=30,
+                         output_cap_bytes=1 << 16, on_stdout_line=lines.append)
+    assert result.exit_code == 0 and lines == ["[1/2] a", "[2/2] b"]
+    assert result.stdout.endswith("no newline")
 
 
 def test_prebuilt_tree_without_a_cache_is_used_as_it_is(toy_config, spec, fake_cmake):

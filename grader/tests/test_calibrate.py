@@ -302,7 +302,7 @@ def test_run_bench_works_without_the_solution_binary(toy_env, toy_submission, mo
     SDK are there, nothing is built, and the ratio comes from the calibration alone."""
     (toy_env.bin_dir / "toy_solution").unlink()
     seal(toy_env.root)
-    monkeypatch.setattr(build, "build_official", lambda config: pytest.fail("built the official tree"))
+    monkeypatch.setattr(build, "build_official", lambda config, targets=(): pytest.fail("built the official tree"))
     write_calibration(toy_env, entry("Fake GPU", median_ms=4.0))
     student(monkeypatch, tmp_path, sample_ms=3.0)
     assert cli.main(["run", "toy", str(toy_submission), "--bench", "--json"]) == 0

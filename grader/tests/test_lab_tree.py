@@ -115,6 +115,41 @@ def test_a_lab_folder_added_to_a_configured_tree_is_built_by_its_next_build(tmp_
     assert "lab_vector_add_again::problem(), lab_vector_add_again::reference" in checker
 
 
+@needs_cuda_toolchain
+def test_a_labs_official_targets_build_nothing_of_other_labs_or_the_tests(tmp_path):
+    """What `cudalab run LAB` or `grade LAB` builds first (build.official_targets): that
+    lab's binaries and SDK, each of which writes its own manifest record."""
+    root = tmp_path / "tree"
+    for part in TREE_PARTS:
+        source = REPO_ROOT / part
+        if source.is_dir():
+            shutil.copytree(source, root / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            root.mkdir(exist_ok=True)
+            shutil.copy(source, root / part)
+    build_dir = tmp_path / "build"
+    run_cmake("-S", root, "-B", build_dir, "-G", "Ninja", "-DCMAKE_CUDA_ARCHITECTURES=90",
+              "-DCMAKE_BUILD_TYPE=Release", "-DCUDALAB_BUILD_TESTS=ON", cwd=tmp_path)
+    spec = labspec.load(root / "labs" / "vector_add" / "lab.toml")
+    from cudalab import build
+    targets = build.official_targets(spec, ("solution", "checker"))
+    # Every command the targets need, from nothing (a dry run would stop at the glob check).
+    def commands(*wanted: str) -> list[str]:
+        done = subprocess.run(["ninja", "-C", str(build_dir), "-t", "commands", *wanted], capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return done.stdout.splitlines()
+    needed = commands(*targets)
+    assert any("vector_add.cu" in line for line in needed)
+    others = [lab for lab in REAL_LABS if lab != "vector_add"]
+    strays = [line for line in needed if any(f"/{lab}/" in line or f"{lab}_" in line for lab in others)
+              or "doctest" in line or "/tests/" in line]
+    assert not strays, strays[:3]
+    assert len(needed) * 4 < len(commands("all"))
+    for target in ("vector_add_solution", "vector_add_checker", "vector_add_sdk"):  # each writes its record
+        assert any(f"manifests/{target}.json" in line for line in needed), target
+
+
 def test_a_labs_own_checker_is_one_that_differs_from_the_generated_one():
     """The usual checker is generated (cmake/lab_checker.cpp.in); a lab keeps a checker.cpp
     only when it needs another one, so no copy identical up to the name creeps back."""

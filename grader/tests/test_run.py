@@ -163,21 +163,21 @@ def test_the_official_tree_is_built_first_with_a_progress_line(env, toy_submissi
     kept = missing.read_bytes()
     missing.unlink()
 
-    def fake_build_official(config):
-        calls.append(config.build_dir)
+    def fake_build_official(config, targets=()):
+        calls.append((config.build_dir, tuple(targets)))
         missing.write_bytes(kept)
         missing.chmod(0o755)
     monkeypatch.setattr(build, "build_official", fake_build_official)
     assert cli.main(["run", "toy", "--target", "solution"]) == 0
-    assert calls == [env.build_dir]
-    assert "Building the official toy harness and checker first" in capsys.readouterr().err
+    assert calls == [(env.build_dir, ("toy_solution", "toy_checker", "toy_sdk"))]  # this lab's, nothing else
+    assert "Building what the toy lab needs first" in capsys.readouterr().err
 
 
 def test_a_shared_install_is_used_as_it_is(env, monkeypatch, capsys):
     """An official tree the user cannot write is never rebuilt; one that lacks the lab's
     binaries says whom to ask, and that it is not the student's fault."""
     monkeypatch.setattr(build, "official_tree_is_writable", lambda config: False)
-    monkeypatch.setattr(build, "build_official", lambda config: pytest.fail("rebuilt a shared tree"))
+    monkeypatch.setattr(build, "build_official", lambda config, targets=(): pytest.fail("rebuilt a shared tree"))
     (env.build_dir / "CMakeCache.txt").write_text("# configured\n")
     assert cli.main(["run", "toy", "--target", "solution"]) == 0
     (env.bin_dir / "toy_checker").unlink()

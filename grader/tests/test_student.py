@@ -75,7 +75,7 @@ def test_a_new_student_follows_the_handout_then_the_readme(tmp_path):
     # The starter as it is: it builds (the official tree first) and fails every case.
     codes = {line: student.type(line) for line in handout}
     first_run = next(said for line, _, said in student.log if line.startswith("cudalab run"))
-    assert "Building the official vector_add harness and checker first" in first_run
+    assert "Building what the vector_add lab needs first" in first_run
     assert "Running your vector_add.cu from" in first_run
     runs = [code for line, code in codes.items() if line.startswith("cudalab run")]
     assert runs == ([1, 1] if GPU else [Cli.NO_DEVICE] * 2)
