@@ -113,3 +113,14 @@ def test_a_lab_toml_that_keeps_more_samples_says_how_many_in_its_comment(lab):
     rounds, kept = DEFAULTS["timing_rounds"], lab_kept_samples()[lab]
     assert number(match[1]) == kept and int(match[2]) == kept * (rounds - 1)
     assert number(match[3]) == DEFAULTS["kept_samples"]
+
+
+def test_the_readmes_requirements_name_every_python_dependency():
+    """The Requirements paragraph lists what grader/pyproject.toml installs, tests' extras too."""
+    import tomllib
+    project = tomllib.loads((REPO_ROOT / "grader" / "pyproject.toml").read_text())["project"]
+    wanted = project["dependencies"] + [d for extra in project["optional-dependencies"].values() for d in extra]
+    names = {re.split(r"[<>=!~\[ ]", d, maxsplit=1)[0].lower() for d in wanted}
+    section = prose("README.md").split("## Requirements", 1)[1].split("##", 1)[0].lower()
+    missing = sorted(name for name in names if name not in section)
+    assert not missing, f"README.md's Requirements do not name {missing}"
