@@ -7,6 +7,7 @@ from pathlib import Path, PurePosixPath
 from . import labspec
 from .config import Config
 from .errors import UnknownLabError, UsageError
+from .names import near
 
 
 def available_labs(root: Path) -> list[str]:
@@ -17,9 +18,11 @@ def available_labs(root: Path) -> list[str]:
 def load_lab(config: Config, name: str) -> labspec.LabSpec:
     path = config.root / "labs" / name / "lab.toml"
     if not path.is_file():
-        known = ", ".join(available_labs(config.root)) or "none"
+        available = available_labs(config.root)
+        meant = near(name, available)
         raise UnknownLabError(f"There is no lab called '{name}' (no {path}). "
-                              f"Labs in this repository: {known}.")
+                              + (f"Did you mean {meant}? " if meant else "")
+                              + f"Labs in this repository: {', '.join(available) or 'none'}.")
     try:
         return labspec.load(path)
     except labspec.LabSpecError as err:
