@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 import traceback
 
@@ -15,7 +16,8 @@ from .config import Config
 from .errors import CompileError, CudalabError
 from .exit_codes import Cli
 
-VERBS = ("new", "build", "run", "check", "pack", "grade", "batch", "starter", "ladder", "handout", "export", "calibrate")
+VERBS = ("new", "build", "run", "check", "pack", "grade", "batch", "starter", "ladder", "handout", "export", "calibrate",
+         "doctor")
 
 
 def _verb_module(name: str):
@@ -70,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         console.error("interrupted")
         return 130
+    except BrokenPipeError:  # whoever read the output stopped (`cudalab ... | head`): nothing left to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as a shell reports a program ended by SIGPIPE
     except Exception as err:  # a bug in the grader: say so, never a silent failure
         traceback.print_exc()
         _report_error(args, CudalabError(f"internal error in cudalab: {err!r}"))

@@ -112,7 +112,8 @@ class GradingSession:
             why = (f"The reference solution cannot run on this machine: {said}" if said else
                    "There is no CUDA device on this machine (the reference solution exits with 'no device')")
             raise NoDeviceError(f"{why}. So the submission was built but not run. No grade was given; "
-                                "grade it on a machine with a working GPU.")
+                                "grade it on a machine with a working GPU (`cudalab doctor` says what "
+                                "this one can do).")
         if result.exit_code != Harness.PASSED:
             raise GraderError(f"The reference solution failed on case {first} on this machine "
                               f"({failure_reason(result)}). This is a problem with the lab or "
@@ -509,7 +510,8 @@ def begin(config: Config, lab: str, folder: Path, seed: int | None = None,
                 raise NotIsolatedError("No grade was given: this machine cannot sandbox the student's code ("
                                    + "; ".join(sandbox.isolation.missing) + "). Install bubblewrap and "
                                    "grade again, or pass --allow-unisolated to grade anyway (the result "
-                                   "then says it is not an official grade).")
+                                   "then says it is not an official grade). `cudalab doctor` says what "
+                                   "this machine lacks and how to fix it.")
             result["warnings"].append("This grade was given WITHOUT the sandbox (--allow-unisolated): the "
                                       "student's code ran with the grader's own powers, so it is not an "
                                       "official grade. Missing: " + "; ".join(sandbox.isolation.missing))

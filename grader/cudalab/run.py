@@ -233,7 +233,8 @@ def not_run_sentence(run_json: dict | None) -> str:
     said = why_nothing_ran(run_json)
     if said:
         return said + ". Nothing was run: this is not a failure of your code."
-    return "No CUDA device here: the program was built but could not run."
+    return ("No CUDA device here: the program was built but could not run (`cudalab doctor` says what this "
+            "machine can do).")
 
 
 def _show(run_json: dict | None, verdicts: dict[str, dict], result: ProcessResult, bench: bool,
