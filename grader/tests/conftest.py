@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cudalab import sdk, trees
+from cudalab.record import GradeResult, RecordError
 from cudalab.config import Config, cuda_device_present
 
 TESTS = Path(__file__).resolve().parent
@@ -60,6 +61,14 @@ def check_grades_in(folder: Path) -> None:
     for path, result in grade_documents(folder):
         GRADES_VALIDATED.append(str(path))
         bad += [f"{path.relative_to(folder)}: {line}" for line in grade_problems(validator, result)]
+        if not bad:  # ... and reads as a typed record that writes back exactly what was read
+            try:
+                again = GradeResult.from_json(result).to_json()
+            except RecordError as err:
+                bad.append(f"{path.relative_to(folder)}: record.GradeResult refused it: {err}")
+            else:
+                if again != result:
+                    bad.append(f"{path.relative_to(folder)}: record.GradeResult wrote it back differently")
     assert not bad, "grades that do not match grade.schema.json:\n" + "\n".join(bad)
 
 TOY_LAB_TOML = """

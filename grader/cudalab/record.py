@@ -1,0 +1,303 @@
+"""The grade record (`cudalab.grade/1`, schemas/grade.schema.json) as typed values: a
+GradeResult of small dataclasses (submission, build, cases, performance, sanitizer,
+provenance) with `from_json` and `to_json`.
+
+`from_json` checks what it reads and refuses a record it cannot trust with a sentence
+(RecordError); `to_json(from_json(r)) == r` for every record the grader writes, so a record
+read, changed and written back loses nothing: each section keeps the keys it does not name
+(a round's timings, a lab's own details) in `extra`, in order.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .status import Status
+
+SCHEMA = "cudalab.grade/1"
+
+
+class RecordError(ValueError):
+    """A grade record that is not one this grader can read: the message says what and where."""
+
+
+def _take(body: dict, key: str, kinds: tuple[type, ...], where: str, default: Any = dataclasses.MISSING,
+          nullable: bool = False) -> Any:
+    """body[key], checked to be one of `kinds` (or None where `nullable`)."""
+    if key not in body:
+        if default is dataclasses.MISSING:
+            raise RecordError(f"{where} has no '{key}'")
+        return default
+    value = body[key]
+    if value is None and nullable:
+        return None
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        raise RecordError(f"{where}.{key} is {json.dumps(value)[:40]}, not {_KIND_WORDS[kinds[0]]}")
+    return value
+
+
+_KIND_WORDS = {str: "text", int: "a number", float: "a number", bool: "true or false", dict: "an object",
+               list: "a list"}
+
+
+def _object(body: Any, where: str) -> dict:
+    if not isinstance(body, dict):
+        raise RecordError(f"{where} is {type(body).__name__}, not an object")
+    return body
+
+
+def _strings(body: dict, key: str, where: str) -> list[str]:
+    values = _take(body, key, (list,), where, default=[])
+    if not all(isinstance(v, str) for v in values):
+        raise RecordError(f"{where}.{key} holds something other than text")
+    return list(values)
+
+
+NUMBER = (int, float)
+
+
+class _Section:
+    """A section of the record: its named fields, then `extra`, the keys it does not name.
+    One read from JSON remembers which of its fields the record had and the keys' order, so
+    that writing it back changes nothing; one made in code writes every field."""
+
+    FIELDS: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        self._present, self._order = frozenset(self.FIELDS), self.FIELDS
+
+    def to_json(self) -> dict:
+        named = {name: _plain(getattr(self, name)) for name in self.FIELDS if name in self._present}
+        return _merged(named, self.extra, self._order)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, _Section):
+        return value.to_json()
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, Status):
+        return value.value
+    return value
+
+
+def _merged(named: dict, extra: dict, order: tuple) -> dict:
+    both = {**named, **extra}
+    ordered = {key: both[key] for key in order if key in both}
+    ordered.update((key, value) for key, value in both.items() if key not in ordered)
+    return ordered
+
+
+def _section(cls, body: dict, values: dict) -> Any:
+    """An instance of `cls` from `values` (its named fields), remembering `body`'s other keys and order."""
+    made = cls(**values, extra={key: value for key, value in body.items() if key not in cls.FIELDS})
+    made._present = frozenset(key for key in cls.FIELDS if key in body)
+    made._order = tuple(body)
+    return made
+
+
+@dataclass
+class Submission(_Section):
+    name: str
+    folder: str
+    student: str | None = None
+    sha256: str | None = None
+    extra: dict = field(default_factory=dict)
+    FIELDS = ("name", "folder", "student", "sha256")
+
+    @classmethod
+    def from_json(cls, body: Any, where: str = "submission") -> "Submission":
+        body = _object(body, where)
+        return _section(cls, body, dict(
+            name=_take(body, "name", (str,), where), folder=_take(body, "folder", (str,), where),
+            student=_take(body, "student", (str,), where, None, nullable=True),
+            sha256=_take(body, "sha256", (str,), where, None, nullable=True)))
+
+
+@dataclass
+class Score(_Section):
+    correctness: float
+    correctness_max: float
+    performance: float
+    performance_max: float
+    total: float
+    total_max: float
+    extra: dict = field(default_factory=dict)
+    FIELDS = ("correctness", "correctness_max", "performance", "performance_max", "total", "total_max")
+
+    @classmethod
+    def from_json(cls, body: Any, where: str = "score") -> "Score":
+        body = _object(body, where)
+        return _section(cls, body, {name: _take(body, name, NUMBER, where) for name in cls.FIELDS})
+
+
+@dataclass
+class Build(_Section):
+    status: str
+    copied: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    feedback: list[str] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+    FIELDS = ("status", "copied", "ignored", "feedback")
+
+    @classmethod
+    def from_json(cls, body: Any, where: str = "build") -> "Build":
+        body = _object(body, where)
+        return _section(cls, body, dict(status=_take(body, "status", (str,), where),
+                                        copied=_strings(body, "copied", where), ignored=_strings(body, "ignored", where),
+                                        feedback=_strings(body, "feedback", where)))
+
+
+@dataclass
+class Case(_Section):
+    name: str
+    status: str                    # "passed" or "failed"
+    message: str
+    points: float | None = None
+    max_points: float | None = None
+    extra: dict = field(default_factory=dict)
+    FIELDS = ("name", "status", "message", "points", "max_points")
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    @classmethod
+    def from_json(cls, body: Any, where: str = "case") -> "Case":
+        body = _object(body, where)
+        status = _take(body, "status", (str,), where)
+        if status not in ("passed", "failed"):
+            raise RecordError(f"{where}.status is {status!r}, not 'passed' or 'failed'")
+        return _section(cls, body, dict(
+            name=_take(body, "name", (str,), where), status=status, message=_take(body, "message", (str,), where),
+            points=_take(body, "points", NUMBER, where, None), max_points=_take(body, "max_points", NUMBER, where, None)))
+
+
+@dataclass
+class Performance(_Section):
+    status: str                    # scored, zero, skipped, none
+    message: str = ""
+    points: float | None = None
+    max_points: float | None = None
+    ratio: float | None = None
+    flagged: bool = False
+    extra: dict = field(default_factory=dict)
+    FIELDS = ("status", "message", "points", "max_points", "ratio", "flagged")
+    STATUSES = ("scored", "zero", "skipped", "none")
+
+    @classmethod
+    def from_json(cls, body: Any, where: str = "performance") -> "Performance":
+        body = _object(body, where)
+        status = _take(body, "status", (str,), where)
+        if status not in cls.STATUSES:
+            raise RecordError(f"{where}.status is {status!r}, not one of {', '.join(cls.STATUSES)}")
+        return _section(cls, body, dict(
+            status=status, message=_take(body, "message", (str,), where, ""),
+            points=_take(body, "points", NUMBER, where, None), max_points=_take(body, "max_points", NUMBER, where, None),
+            ratio=_take(body, "ratio", NUMBER, where, None, nullable=True),
+            flagged=_take(body, "flagged", (bool,), where, False)))
+
+
+@dataclass
+class Sanitizer(_Section):
+    status: str                    # skipped, clean, errors
+    points_off: float = 0.0
+    message: str = ""
+    extra: dict = field(default_factory=dict)
+    FIELDS = ("status", "points_off", "message")
+
+    @classmethod
+    def from_json(cls, body: Any, where: str = "sanitizer") -> "Sanitizer":
+        body = _object(body, where)
+        return _section(cls, body, dict(status=_take(body, "status", (str,), where),
+                                        points_off=_take(body, "points_off", NUMBER, where, 0.0),
+                                        message=_take(body, "message", (str,), where, "")))
+
+
+@dataclass
+class Provenance(_Section):
+    seed: int | None
+    started_at: str | None
+    finished_at: str | None
+    gpu: str | None = None
+    phases_s: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
+    FIELDS = ("seed", "started_at", "finished_at", "gpu", "phases_s")
+
+    @classmethod
+    def from_json(cls, body: Any, where: str = "provenance") -> "Provenance":
+        body = _object(body, where)
+        return _section(cls, body, dict(
+            seed=_take(body, "seed", (int,), where, nullable=True),
+            started_at=_take(body, "started_at", (str,), where, nullable=True),
+            finished_at=_take(body, "finished_at", (str,), where, nullable=True),
+            gpu=_take(body, "gpu", (str,), where, None, nullable=True),
+            phases_s=_take(body, "phases_s", (dict,), where, {})))
+
+
+@dataclass
+class GradeResult(_Section):
+    """One grade, as `cudalab grade` and a batch write it."""
+    cudalab_version: str
+    lab: str
+    lab_title: str
+    submission: Submission
+    status: Status
+    exit_code: int
+    message: str
+    score: Score | None
+    build: Build
+    cases: list[Case]
+    performance: Performance | None
+    run: dict | None
+    warnings: list[str]
+    provenance: Provenance
+    sanitizer: Sanitizer | None = None
+    schema: str = SCHEMA
+    extra: dict = field(default_factory=dict)
+    FIELDS = ("schema", "cudalab_version", "lab", "lab_title", "submission", "status", "exit_code", "message",
+              "score", "build", "cases", "performance", "run", "sanitizer", "warnings", "provenance")
+
+    @property
+    def is_grade(self) -> bool:
+        """Its score is the student's grade (a zero included); see Status."""
+        return self.status.is_grade
+
+    @property
+    def total(self) -> float | None:
+        return self.score.total if self.score is not None else None
+
+    @classmethod
+    def from_json(cls, body: Any, where: str = "the grade record") -> "GradeResult":
+        body = _object(body, where)
+        if body.get("schema") != SCHEMA:
+            raise RecordError(f"{where} is not a {SCHEMA} record (its schema is {body.get('schema')!r}): "
+                              "it was written by another tool or another version of it")
+        word = _take(body, "status", (str,), where)
+        try:
+            status = Status(word)
+        except ValueError:
+            raise RecordError(f"{where}.status is {word!r}, a status this grader does not know") from None
+        exit_code = _take(body, "exit_code", (int,), where)
+        if exit_code != int(status.exit_code):
+            raise RecordError(f"{where} says {word!r} with exit code {exit_code}, where that status is "
+                              f"{int(status.exit_code)}")
+        score = _take(body, "score", (dict,), where, nullable=True)
+        performance = _take(body, "performance", (dict,), where, nullable=True)
+        sanitizer = _take(body, "sanitizer", (dict,), where, None, nullable=True)
+        cases = _take(body, "cases", (list,), where)
+        return _section(cls, body, dict(
+            schema=SCHEMA, cudalab_version=_take(body, "cudalab_version", (str,), where),
+            lab=_take(body, "lab", (str,), where), lab_title=_take(body, "lab_title", (str,), where),
+            submission=Submission.from_json(body.get("submission"), f"{where}: submission"),
+            status=status, exit_code=exit_code, message=_take(body, "message", (str,), where),
+            score=None if score is None else Score.from_json(score, f"{where}: score"),
+            build=Build.from_json(body.get("build"), f"{where}: build"),
+            cases=[Case.from_json(c, f"{where}: case {i + 1}") for i, c in enumerate(cases)],
+            performance=None if performance is None else Performance.from_json(performance, f"{where}: performance"),
+            run=_take(body, "run", (dict,), where, nullable=True),
+            sanitizer=None if sanitizer is None else Sanitizer.from_json(sanitizer, f"{where}: sanitizer"),
+            warnings=_strings(body, "warnings", where),
+            provenance=Provenance.from_json(body.get("provenance"), f"{where}: provenance")))
