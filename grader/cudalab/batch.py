@@ -27,6 +27,14 @@ again. The class outputs (gradebook.csv, canvas.csv, summary.html) and each stud
 feedback (students/<key>/) are written from the records at the end of every run, and
 say so when the batch is not complete.
 
+Only a grade is kept: a hand-in whose record holds none (not run for want of a GPU, refused
+for want of a sandbox, a grader or scheduler failure: status.has_grade) is graded again by
+the next run, whose first line says how many it grades and why. The last line says how many
+hand-ins have a grade and, grouped, why the others have none; the batch then exits 0 only if
+every hand-in has one, else with the code `cudalab grade` gives the commonest reason (23 no
+GPU, 25 no sandbox, 24 a grader or scheduler failure; exit_code). A folder with no hand-in in
+it is refused in a sentence that says what a batch looks for.
+
 One hand-in never stops the others: where the grader itself fails on one (an exception while
 staging, building, grading, cleaning up after or committing it), that hand-in gets a record
 with status error, a zero and the reason (its result's "grader_failure"), the batch goes on,
@@ -52,20 +60,20 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__, console, handin, labs, publish, report
+from . import __version__, console, handin, labs, publish, report, scoring
 from . import executor as executors
 from .check import manifest_of
 from .config import Config
 from .errors import UsageError
 from .exit_codes import Cli
 from .labspec import LabSpec
-from .status import Status
+from .status import Status, has_grade
 
 SCHEMA = "cudalab.batch/1"
 RECORD_SCHEMA = "cudalab.batch-record/1"
 BATCH_FILE = "batch.json"
 RECORDS = "records"
-SCHEDULER_FAILURE = "scheduler_failure"  # in a result: the cluster stopped the grade (what and why)
+SCHEDULER_FAILURE = publish.SCHEDULER_FAILURE  # in a result: the cluster stopped the grade (what and why)
 GRADER_FAILURE = "grader_failure"        # in a result: the grader failed on this hand-in (where and why)
 _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 # How Canvas names each file of a submissions download: the student's sortable name, LATE
@@ -435,28 +443,54 @@ class Plan:
     skipped: list[dict]
     allow_unisolated: bool
     missing: list[RosterStudent] = field(default_factory=list)  # on the roster, with no hand-in
+    why: dict[str, str] = field(default_factory=dict)  # key in todo -> why it is graded in this run
+
+    def todo_reasons(self) -> list[tuple[str, int]]:
+        """(why, how many) of the hand-ins this run grades, the commonest first: each reads after
+        its count ("2 without a grade: no GPU on the grading machine")."""
+        return Counter(self.why[job.key] for job in self.todo).most_common()
 
 
 def make_plan(config: Config, spec: LabSpec, store: Store, handins: Path, regrade: list[str],
               regrade_changed: bool, allow_unisolated: bool, roster: list[RosterStudent] | None = None) -> Plan:
     jobs, skipped = discover(config, spec, handins, roster)
+    if not jobs:
+        raise UsageError(no_handins_sentence(handins, skipped))
     by_student = {job.student: job for job in jobs}
     unknown = [s for s in regrade if s not in by_student]
     if unknown:
         raise UsageError(f"--regrade names no hand-in in {handins}: {', '.join(map(repr, unknown))}. "
                          f"The students there are: {', '.join(sorted(by_student)[:20]) or 'none'}.")
-    todo, changed = [], set()
+    todo, changed, why = [], set(), {}
     for job in jobs:
         record = store.record(job.key)
-        if record is None or job.student in regrade or is_failed_grade(record.get("result")):
-            todo.append(job)
+        result = (record or {}).get("result")
+        if record is None:
+            why[job.key] = "new"
+        elif job.student in regrade:
+            why[job.key] = "asked for by --regrade"
+        elif not has_grade(result):  # no GPU, no sandbox, a grader or scheduler failure: not a grade to keep
+            why[job.key] = f"without a grade: {publish.why_no_grade('done', result)}"
         elif record.get("job", {}).get("sha256") != job.sha256:
             if regrade_changed:
-                todo.append(job)
+                why[job.key] = "changed since graded (--regrade-changed)"
             else:
                 changed.add(job.key)
+        if job.key in why:
+            todo.append(job)
     missing = [student for student in roster or [] if student.id not in by_student]
-    return Plan(config, spec, store, jobs, todo, changed, skipped, allow_unisolated, missing)
+    return Plan(config, spec, store, jobs, todo, changed, skipped, allow_unisolated, missing, why)
+
+
+def no_handins_sentence(handins: Path, skipped: list[dict]) -> str:
+    """What a batch says of a hand-ins folder in which it found nothing to grade."""
+    said = f"Found no hand-ins in {handins}: a batch grades one folder, or one .tar.gz, .tgz, .tar or .zip " \
+        "archive, per student there (names that start with '.' are ignored)."
+    if skipped:
+        shown = "; ".join(f"{console.printable(item['name'], one_line=True)} ({item['reason']})"
+                          for item in skipped[:5])
+        said += f" Skipped: {shown}{'; ...' if len(skipped) > 5 else ''}."
+    return said + " Give the folder that holds the class's hand-ins."
 
 
 def entries(plan: Plan) -> list[dict]:
@@ -489,17 +523,39 @@ def publish_outputs(plan: Plan, started_at: str, executor) -> dict:
                              "their grade is in the gradebook, and the next run writes it again")
     done = sum(r["state"] == "done" for r in rows)
     failed = sum(r["state"] == "failed_to_grade" for r in rows)
+    without = publish.no_grade_groups(publish.why_no_grade(r["state"], r["result"]) for r in rows)
+    ungraded = sum(count for _, count in without)
     info = {"started_at": started_at, "finished_at": report.timestamp(), "complete": done == len(rows),
             "gpu": (executor.device or {}).get("name"), "gpus": executor.gpus, "executor": executor.name,
-            "counts": {"handins": len(rows), "graded": done, "pending": len(rows) - done - failed,
+            "counts": {"handins": len(rows), "graded": len(rows) - ungraded, "not_graded": ungraded,
+                       "pending": len(rows) - done - failed,
                        "failed": failed, "changed": len(plan.changed), "skipped": len(plan.skipped),
                        "shared_ids": len(publish.shared_students(rows)),
                        "missing": len(plan.missing)},
+            "not_graded": [{"why": why, "count": count} for why, count in without],
             "skipped": plan.skipped, "feedback_unwritten": unwritten,
             "missing": [{"student": s.id, "name": s.name, "lms_id": s.lms_id, "section": s.section}
                         for s in plan.missing]}
-    paths = publish.write_class(plan.store.out, plan.spec.name, plan.spec.title, rows, info)
+    info["exit_code"] = exit_code(rows, unwritten)
+    paths = publish.write_class(plan.store.out, plan.spec.name, plan.spec.title, rows, info,
+                                points_possible=scoring.zero(plan.spec.scoring).total_max)
     return {"info": info, "paths": {k: str(v) for k, v in paths.items()}}
+
+
+def exit_code(rows: list[dict], feedback_unwritten: list[str]) -> int:
+    """What a batch that ran to its end exits with: 0 when every hand-in has a grade and its
+    feedback; else the code `cudalab grade` gives the commonest reason a hand-in has none
+    (23 no GPU, 25 no sandbox, 24 a grader or scheduler failure or a hand-in not graded yet),
+    so that a script sees "not every hand-in has a grade" and why; 24 where only feedback
+    could not be written."""
+    def code(row: dict) -> Cli:
+        status = Status.reported(row["result"].get("status")) if row["state"] == "done" else Status.ERROR
+        return Cli.INTERNAL if status.is_grade else status.exit_code  # a grade status without a score: damaged
+    reasons = Counter(code(row) for row in rows
+                      if publish.why_no_grade(row["state"], row["result"]) is not None)
+    if reasons:
+        return int(reasons.most_common(1)[0][0])
+    return int(Cli.INTERNAL) if feedback_unwritten else int(Cli.DONE)
 
 
 def _warn_of_slurm_jobs(store: Store) -> None:
@@ -527,7 +583,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
                          args.allow_unisolated, read_roster(args.roster) if args.roster else None)
         reporter = progress_module.make(json_lines=args.json)
         reporter.begin(total=len(plan.jobs), done=len(plan.jobs) - len(plan.todo), skipped=plan.skipped,
-                       changed=[j.student for j in plan.jobs if j.key in plan.changed])
+                       changed=[j.student for j in plan.jobs if j.key in plan.changed], why=plan.todo_reasons())
         interrupted = False
         console.set_quiet(True)
         try:
@@ -539,7 +595,4 @@ def main(args: argparse.Namespace, config: Config) -> int:
         reporter.phase("writing the gradebook, feedback and summary")
         published = publish_outputs(plan, started_at, executor)
         reporter.end(published, interrupted)
-    info = published["info"]
-    if interrupted:
-        return 130
-    return int(Cli.DONE) if info["complete"] and not info["feedback_unwritten"] else int(Cli.INTERNAL)
+    return 130 if interrupted else published["info"]["exit_code"]

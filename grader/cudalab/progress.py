@@ -33,6 +33,7 @@ class Reporter:
         self.total = self.done_before = self.done_now = 0
         self.started_at = time.monotonic()
         self.current_phase = ""
+        self.todo_why: list[tuple[str, int]] = []
 
     def rate_per_min(self) -> float:
         elapsed = time.monotonic() - self.started_at
@@ -43,9 +44,12 @@ class Reporter:
         todo = self.total - self.done_before - self.done_now
         return 60.0 * todo / rate if rate else None
 
-    def begin(self, total: int, done: int, skipped: list[dict], changed: list[str]) -> None:
+    def begin(self, total: int, done: int, skipped: list[dict], changed: list[str],
+              why: list[tuple[str, int]] = ()) -> None:
+        """`why`: (why, how many) of the hand-ins to grade now (batch.Plan.todo_reasons)."""
         self.total, self.done_before = total, done
         self.started_at = time.monotonic()
+        self.todo_why = list(why)
         self._begin(skipped, changed)
 
     def phase(self, text: str) -> None:
@@ -73,20 +77,30 @@ class Reporter:
     def _end(self, published, interrupted) -> None: ...
 
 
+def _counted(groups) -> str:
+    """(why, how many) pairs as '2 new; 1 asked for by --regrade'."""
+    return "; ".join(f"{count} {why}" for why, count in groups)
+
+
 def _closing_lines(published: dict, interrupted: bool) -> list[str]:
+    """The batch's last word: how many hand-ins have a grade and, grouped, why the others have none."""
     info = published["info"]
     counts = info["counts"]
     head = "interrupted: " if interrupted else ""
     shared = counts.get("shared_ids", 0)
-    if info["complete"] and not shared:
-        lines = [f"{head}all {counts['handins']} hand-ins graded"]
-    elif info["complete"]:
-        lines = [f"{head}{counts['handins']} hand-ins graded, but {shared} student{'s' if shared != 1 else ''} "
-                 "handed in more than once: each hand-in was graded and flagged in summary.html, and canvas.csv "
-                 "has no grade for them until you decide which hand-in counts"]
+    without = [(group["why"], group["count"]) for group in info.get("not_graded") or []]
+    if not without:
+        lines = [f"{head}all {counts['handins']} hand-ins have a grade"]
     else:
-        lines = [f"{head}{counts['graded']} of {counts['handins']} hand-ins graded; run the same command "
-                 "again to grade the rest (what was graded is kept)"]
+        graded, ungraded = counts["graded"], sum(count for _, count in without)
+        lines = [f"{head}{graded} of {counts['handins']} hand-in{'s' if counts['handins'] != 1 else ''} "
+                 f"{'has' if graded == 1 else 'have'} a grade; {ungraded} not graded: "
+                 + "; ".join(f"{count} {why}" if len(without) > 1 else why for why, count in without)
+                 + ". Run the same command again (where that is fixed) to grade them; what has a grade is kept"]
+    if shared:
+        lines.append(f"{shared} student{'s' if shared != 1 else ''} handed in more than once: each hand-in was "
+                     "graded and flagged in summary.html, and canvas.csv has no grade for them until you decide "
+                     "which hand-in counts")
     missing = info.get("missing") or []
     if missing:
         names = ", ".join(_one(m["student"]) for m in missing[:20]) + (", ..." if len(missing) > 20 else "")
@@ -106,8 +120,9 @@ class PlainReporter(Reporter):
         print(printable(line), file=self.stream, flush=True)
 
     def _begin(self, skipped, changed) -> None:
+        why = f" ({_counted(self.todo_why)})" if self.todo_why else ""
         self._say(f"batch: {self.total} hand-ins, {self.done_before} graded before, "
-                  f"{self.total - self.done_before} to grade now")
+                  f"{self.total - self.done_before} to grade now{why}")
         for entry in skipped:
             self._say(f"skipped {_one(entry['name'])}: {entry['reason']}")
         for student in changed:
@@ -138,7 +153,8 @@ class JsonReporter(Reporter):
         print(json.dumps({"schema": "cudalab.batch-event/1", "event": event, **fields}), flush=True)
 
     def _begin(self, skipped, changed) -> None:
-        self._emit("begin", total=self.total, done_before=self.done_before, skipped=skipped, changed=changed)
+        self._emit("begin", total=self.total, done_before=self.done_before, skipped=skipped, changed=changed,
+                   why=[{"why": why, "count": count} for why, count in self.todo_why])
 
     def _phase(self, text) -> None:
         self._emit("phase", phase=text)

@@ -3,18 +3,20 @@
 Per student, under students/<safe id>/: feedback.md and feedback.html (the same feedback, from
 the grade's result document, cudalab.grade/1) and results.json in Gradescope's autograder
 format (schemas/gradescope_results.schema.json). Per class: gradebook.csv (one row per
-student), canvas.csv (what Canvas's gradebook import takes) and summary.html (one
-self-contained page: counts, plots, failure reasons, the fastest correct hand-ins and the
-hand-ins an instructor should look at).
+student), canvas.csv (what Canvas's gradebook import takes), cases.csv (each hand-in's
+verdict per case) and summary.html (one self-contained page: counts, plots, per-case pass
+rates, failure reasons, the fastest correct hand-ins and the hand-ins an instructor should
+look at).
 
 A batch may be partial: hand-ins not graded yet are "pending". No class output gives them a
 zero: their grade cells stay blank, and summary.html says at the top how many of how many
-were graded. Only a grade the student's hand-in earned reaches canvas.csv (a score, or the
-zero of a hand-in that did not compile, was rejected or used a forbidden library); a hand-in
-the grader could not grade (no GPU, no sandbox, a grader error) stays blank too.
+have a grade, and why the others have none (why_no_grade). Only a grade the student's
+hand-in earned reaches canvas.csv (a score, or the zero of a hand-in that did not compile,
+was rejected or used a forbidden library); a hand-in the grader could not grade (no GPU, no
+sandbox, a grader error) stays blank too, and its results.json has no score.
 
 Student ids and hand-in names are data: they name a folder only through safe_id(), every
-page escapes them, and no cell of either CSV can be read by a spreadsheet as a formula.
+page escapes them, and no cell of any CSV can be read by a spreadsheet as a formula.
 
 Who handed a hand-in in is the batch's word (from how the hand-ins were collected), never the
 hand-in's: rows whose ids agree are each published and flagged, never merged, and Canvas gets
@@ -29,6 +31,7 @@ import hashlib
 import io
 import json
 import re
+import statistics
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,13 +41,14 @@ import jinja2
 
 from . import __version__, gpu, report
 from .errors import GraderError
-from .status import GRADE_STATUSES, REJECTING, Status
+from .status import GRADE_STATUSES, REJECTING, Status, has_grade
 
 SCHEMA = "cudalab.grade/1"
 STATES = ("done", "pending", "failed_to_grade")
 STUDENTS_DIR = "students"
 GRADEBOOK_FILE = "gradebook.csv"
 CANVAS_FILE = "canvas.csv"
+CASES_FILE = "cases.csv"
 SUMMARY_FILE = "summary.html"
 GRADESCOPE_FILE = "results.json"
 
@@ -64,6 +68,9 @@ RATIO_COLOUR = "#d9731f"
 _SVG_HASH_SALT = "cudalab-summary"  # fixed ids in the SVG: the same page for the same grades
 
 STATE_WORDS = {"pending": "not graded yet", "failed_to_grade": "the grader failed on it (no result)"}
+# In a result: the cluster's scheduler stopped its grade (what and why); batch.py writes it.
+SCHEDULER_FAILURE = "scheduler_failure"
+SCHEDULER_STOPPED = "the cluster's scheduler stopped the grade"
 COUNT_ORDER = tuple(s.value for s in Status) + ("failed_to_grade", "pending")
 
 # Why a graded hand-in lost points, from its run (the statuses' own reasons are Status.reason),
@@ -137,7 +144,12 @@ class Entry:
     @property
     def counts(self) -> bool:
         """Whether the result's score is the student's grade."""
-        return self.status in GRADE_STATUSES and isinstance(self.result.get("score"), dict)
+        return self.state == "done" and has_grade(self.result)
+
+    @property
+    def why_no_grade(self) -> str | None:
+        """Why this hand-in has no grade, in a few words; None where it has one."""
+        return why_no_grade(self.state, self.result)
 
     @property
     def score(self) -> dict | None:
@@ -251,6 +263,27 @@ def student_dir(out_dir: Path, student: str) -> Path:
 
 
 # --- what a result says ----------------------------------------------------------------------
+
+def why_no_grade(state: str, result: dict | None) -> str | None:
+    """Why a batch's hand-in in `state` (STATES) with `result` has no grade, in a few words
+    shared by every hand-in with the same cause; None where the result holds a grade."""
+    if state == "pending":
+        return "not reached (the batch has not finished)"
+    if result is None:  # the grader failed before it had a result
+        return Status.ERROR.why_ungraded
+    if has_grade(result):
+        return None
+    if isinstance(result.get(SCHEDULER_FAILURE), dict):
+        return SCHEDULER_STOPPED
+    status = Status.reported(result.get("status"))
+    return status.why_ungraded or Status.ERROR.why_ungraded  # a grade status without a score: damaged
+
+
+def no_grade_groups(whys) -> list[tuple[str, int]]:
+    """(why, how many) from each hand-in's why_no_grade (None for one with a grade): identical
+    causes once, the commonest first."""
+    return Counter(why for why in whys if why is not None).most_common()
+
 
 def _one_line(text, limit: int = 300) -> str:
     words = " ".join(str(text or "").split())
@@ -406,13 +439,14 @@ def _seconds_between(started, finished) -> int | None:
 def _overview(result: dict) -> str:
     """The submission-wide text Gradescope shows above the tests."""
     status = result.get("status")
-    score = result.get("score") if status in GRADE_STATUSES else None
     lines = [f"{result.get('lab_title')}: {report.STATUS_WORDS.get(status, status)}."]
-    if isinstance(score, dict):
+    if has_grade(result):
+        score = result["score"]
         total, total_max = report.points_text(score.get("total")), report.points_text(score.get("total_max"))
         lines.append(f"Score: {total} / {total_max}.")
     else:
-        lines.append("No grade was given, and this says nothing about your code.")
+        lines.append(f"Not graded ({why_no_grade('done', result)}): no score was given, and this says nothing about "
+                     "your code.")
     if result.get("message"):
         lines.append(str(result["message"]))
     lines += [f"Warning: {w}" for w in result.get("warnings") or []]
@@ -422,9 +456,11 @@ def _overview(result: dict) -> str:
 def gradescope_results(entry: Entry, result: dict) -> dict:
     """The grade as Gradescope's autograder results.json: one test per correctness case and
     one for performance (a build test where the hand-in did not build), the total as the
-    score, and the speed ratio for the leaderboard."""
+    score, and the speed ratio for the leaderboard. A hand-in without a grade gets no score
+    and no tests (Gradescope's score is optional where no test has one, and a 0 there would
+    read as the student's grade): its output says it was not graded, and why."""
     status = result.get("status")
-    counts = status in GRADE_STATUSES and isinstance(result.get("score"), dict)
+    counts = has_grade(result)
     tests: list[dict] = []
     build = result.get("build") or {}
     if status in REJECTING:
@@ -462,18 +498,19 @@ def gradescope_results(entry: Entry, result: dict) -> dict:
                       "output": str(sanitizer.get("message") or ""), "output_format": "text",
                       "visibility": "visible"})
     provenance = result.get("provenance") or {}
-    body = {"score": round(float(result["score"].get("total") or 0.0), 4) if counts else 0.0,
-            "output": _overview(result), "output_format": "text", "test_output_format": "text",
+    body = {"output": _overview(result), "output_format": "text", "test_output_format": "text",
             "test_name_format": "text", "visibility": "visible", "stdout_visibility": "hidden",
             "extra_data": {"cudalab_status": status, "graded": counts, "lab": result.get("lab"),
                            "student": entry.student, "handin_sha256": entry.sha256 or None,
                            "seed": provenance.get("seed"), "cudalab_version": result.get("cudalab_version")},
-            "tests": tests}
+            "tests": tests if counts else []}
+    if counts:
+        body = {"score": round(float(result["score"].get("total") or 0.0), 4), **body}
     seconds = _seconds_between(provenance.get("started_at"), provenance.get("finished_at"))
     if seconds is not None:
         body["execution_time"] = seconds
     ratio = ratio_of(result)
-    if ratio is not None:
+    if ratio is not None and counts:
         body["leaderboard"] = [{"name": "speed ratio", "value": float(f"{ratio:.4g}"), "order": "asc"}]
     return body
 
@@ -579,8 +616,10 @@ def canvas_csv(entries: list[Entry], lab_title: str, points_possible: float | No
     student id goes to SIS User ID (and is the name where none is known), the LMS id to ID; a
     hand-in without a grade of its own has a blank cell, never a zero. A student with several
     hand-ins has one row and a blank cell: Canvas takes one grade, and which hand-in counts is
-    the instructor's decision (summary.html flags them)."""
-    possible = points_possible if points_possible is not None else _points_possible(entries)
+    the instructor's decision (summary.html flags them). Points Possible is the results' own
+    maximum, else `points_possible` (the lab's, where no hand-in has a grade)."""
+    possible = _points_possible(entries)
+    possible = points_possible if possible is None else possible
     rows = [list(CANVAS_COLUMNS) + [f"{lab_title} (cudalab)"],
             [CANVAS_POINTS_POSSIBLE] + [""] * (len(CANVAS_COLUMNS) - 1)
             + ["" if possible is None else f"{possible:.2f}"]]
@@ -592,6 +631,54 @@ def canvas_csv(entries: list[Entry], lab_title: str, points_possible: float | No
         rows.append([entry.name or entry.student, entry.lms_id, entry.student, "", entry.section,
                      "" if score is None else f"{float(score.get('total') or 0.0):.2f}"])
     return _csv(rows)
+
+
+def case_names(entries: list[Entry]) -> list[str]:
+    """The names of the cases the results judged, in the lab's order (as the first result that
+    has each lists it)."""
+    names: dict[str, None] = {}
+    for entry in entries:
+        for case in (entry.result or {}).get("cases") or []:
+            if entry.counts and isinstance(case.get("name"), str):
+                names.setdefault(case["name"], None)
+    return list(names)
+
+
+def _case_verdicts(entry: Entry) -> dict[str, str]:
+    """passed or failed per case the checker judged, for a hand-in with a grade; nothing for
+    one without (no verdict of its cases is the student's)."""
+    if not entry.counts:
+        return {}
+    return {case["name"]: "passed" if case.get("status") == "passed" else "failed"
+            for case in entry.result.get("cases") or [] if isinstance(case.get("name"), str)}
+
+
+def cases_csv(entries: list[Entry]) -> str:
+    """One row per hand-in (student, hand-in), one column per case: passed, failed, or blank
+    where the case has no verdict (a hand-in without a grade, or one that never ran)."""
+    names = case_names(entries)
+    rows = [["student", "handin"] + names]
+    for entry in entries:
+        verdicts = _case_verdicts(entry)
+        rows.append([entry.student, entry.handin_name] + [verdicts.get(name, "") for name in names])
+    return _csv(rows)
+
+
+def case_pass_rates(entries: list[Entry]) -> list[dict]:
+    """Per case, among the hand-ins with a grade whose cases were judged: how many passed and
+    failed, the most often failed first (ties in the lab's order)."""
+    names = case_names(entries)
+    tally = {name: Counter() for name in names}
+    for entry in entries:
+        for name, verdict in _case_verdicts(entry).items():
+            tally[name][verdict] += 1
+    rates = []
+    for order, name in enumerate(names):
+        judged = tally[name]["passed"] + tally[name]["failed"]
+        rates.append({"name": name, "passed": tally[name]["passed"], "failed": tally[name]["failed"],
+                      "judged": judged, "rate": f"{100.0 * tally[name]['passed'] / judged:.0f}%", "order": order})
+    rates.sort(key=lambda rate: (-rate["failed"] / rate["judged"], rate["order"]))
+    return rates
 
 
 def _plot_uri(draw) -> tuple[str | None, str]:
@@ -668,18 +755,21 @@ def summary_page(lab: str, lab_title: str, entries: list[Entry], batch_info: dic
     counts = [(status, words.get(status, status), counted[status])
               for status in list(COUNT_ORDER) + sorted(set(counted) - set(COUNT_ORDER)) if counted[status]]
     scores = [e.score for e in entries if e.score]
+    without = no_grade_groups(e.why_no_grade for e in entries)
     totals = [float(s.get("total") or 0.0) for s in scores]
     score_max = max([float(s.get("total_max") or 0.0) for s in scores], default=0.0)
     timed = [(ratio_of(e.result), e) for e in entries if e.counts and ratio_of(e.result) is not None]
     score_plot, score_note = score_histogram(totals, score_max)
     ratio_plot, ratio_note = ratio_distribution([ratio for ratio, _ in timed])
 
-    failures: dict[str, list[dict]] = {}
+    # Per reason, each sentence once with every hand-in it was said of: a class that all hit the
+    # same wall reads as one line, not thirty.
+    failures: dict[str, dict[str, list[dict]]] = {}
     for entry in entries:
         failure = failure_of(entry)
         if failure:
-            failures.setdefault(failure[0], []).append({"student": entry.student, "link": _link(entry),
-                                                        "detail": failure[1]})
+            failures.setdefault(failure[0], {}).setdefault(failure[1], []).append(
+                {"student": entry.student, "link": _link(entry)})
     fastest = []
     correct = [(ratio, e) for ratio, e in timed
                if all(c.get("status") == "passed" for c in e.result.get("cases") or [])]
@@ -712,8 +802,14 @@ def summary_page(lab: str, lab_title: str, entries: list[Entry], batch_info: dic
         "gpu": batch_info.get("gpu"), "counts": counts,
         "score_plot": score_plot, "score_note": score_note, "ratio_plot": ratio_plot, "ratio_note": ratio_note,
         "timed": len(timed),
-        "failures": [{"key": key, "word": FAILURE_REASONS[key], "entries": failures[key]}
+        "failures": [{"key": key, "word": FAILURE_REASONS[key], "count": sum(map(len, failures[key].values())),
+                      "details": [{"detail": detail, "students": students}
+                                  for detail, students in failures[key].items()]}
                      for key in FAILURE_REASONS if key in failures],
+        "with_grade": len(scores), "without_grade": [{"why": why, "count": count} for why, count in without],
+        "mean": report.points_text(statistics.fmean(totals)) if totals else "",
+        "median": report.points_text(statistics.median(totals)) if totals else "",
+        "score_max": report.points_text(score_max), "cases": case_pass_rates(entries),
         "fastest": fastest, "flagged": flagged, "everyone": everyone,
         "missing": [{"student": str(m.get("student") or ""), "name": str(m.get("name") or "")} for m in missing],
         "shared": len(shared),
@@ -723,23 +819,24 @@ def summary_page(lab: str, lab_title: str, entries: list[Entry], batch_info: dic
 
 def write_class(out_dir: Path, lab: str, lab_title: str, entries: list[dict], batch_info: dict,
                 *, points_possible: float | None = None) -> dict[str, Path]:
-    """Write out_dir/gradebook.csv, canvas.csv and summary.html (each atomically; the plots are
-    inside summary.html) and return their paths.
+    """Write out_dir/gradebook.csv, canvas.csv, cases.csv and summary.html (each atomically; the
+    plots are inside summary.html) and return their paths.
 
     entries: one per student, as write_student takes them. batch_info: "started_at",
     "finished_at", "gpu" (shown on the page), "complete" (False while hand-ins are pending),
     "counts" (the batch's own tally; the page counts the entries itself), "missing" (the
     roster's students with no hand-in: {"student", "name"} each). points_possible:
-    Canvas's Points Possible, where no result says it (every hand-in pending)."""
+    Canvas's Points Possible, where no result says it (no hand-in has a grade): the lab's."""
     if not isinstance(batch_info, dict):
         raise PublishError(f"batch_info must be a mapping (started_at, finished_at, gpu, complete), "
                            f"not {type(batch_info).__name__}.")
     checked = _read_entries(entries)
     out_dir = Path(out_dir)
     paths = {"gradebook": out_dir / GRADEBOOK_FILE, "canvas": out_dir / CANVAS_FILE,
-             "summary": out_dir / SUMMARY_FILE}
+             "cases": out_dir / CASES_FILE, "summary": out_dir / SUMMARY_FILE}
     texts = {"gradebook": gradebook_csv(checked),
              "canvas": canvas_csv(checked, lab_title, points_possible),
+             "cases": cases_csv(checked),
              "summary": summary_page(lab, lab_title, checked, batch_info)}
     for key, path in paths.items():
         report.atomic_write_text(path, texts[key])

@@ -89,6 +89,14 @@ class Status(str, Enum):
     def __format__(self, spec: str) -> str:
         return format(self.value, spec)
 
+    @property
+    def why_ungraded(self) -> str | None:
+        """Why a hand-in with this status has no grade, in a few words for a batch's lines and
+        summary.html's banner ("no GPU on the grading machine"); None where its score is the grade."""
+        if self.is_grade:
+            return None
+        return (self.reason or self.words).removeprefix("not graded: ")
+
     @classmethod
     def of(cls, word) -> Status | None:
         """The status a result's "status" says, or None for a word that is no grade status."""
@@ -108,6 +116,14 @@ def values(**wanted: bool) -> tuple[str, ...]:
     """The JSON values of the statuses whose attributes are as given, in table order:
     values(is_grade=True) -> ("graded", "compile_error", ...)."""
     return tuple(s.value for s in Status if all(getattr(s, key) == want for key, want in wanted.items()))
+
+
+def has_grade(result) -> bool:
+    """Whether a grade result (cudalab.grade/1) holds the student's grade: its status is one whose
+    score is the grade (a zero included) and it has a score. Any other result, a grader error's
+    zero included, says nothing about the hand-in."""
+    return (isinstance(result, dict) and Status.reported(result.get("status")).is_grade
+            and isinstance(result.get("score"), dict))
 
 
 GRADE_STATUSES = values(is_grade=True)

@@ -265,9 +265,9 @@ def test_one_hand_in_the_grader_fails_on_never_stops_the_batch(toy_config, tmp_p
     assert failed[batch.GRADER_FAILURE] == {"stage": "grading", "error": "RuntimeError",
                                             "message": "a bug of the grader's own, raised on request"}
     assert set(gradebook(out)) == {"alice", "mallory", "trent", "grace"}
-    assert "3 of 4 hand-ins graded" in stderr
+    assert "3 of 4 hand-ins have a grade; 1 not graded: grader error (not the student's fault)." in stderr
     again, _, stderr = run_batch(toy_config, folder, out)
-    assert again == 24 and "4 hand-ins, 3 graded before, 1 to grade now" in stderr
+    assert again == 24 and "4 hand-ins, 3 graded before, 1 to grade now (1 without a grade: grader error" in stderr
 
 
 # --- who handed it in: the collection's word, never the hand-in's ----------------------------------
@@ -384,3 +384,60 @@ def test_control_characters_in_names_reach_the_terminal_as_visible_text(toy_conf
     assert not any(char in stderr for char in "\x1b\x07\r"), repr(stderr)
     assert "\\x1b]52;c;cm0gLXJmIH4=\\x07\\x1b[2K\\rPASS\\nfake line: compile_error" in stderr
     assert "\nfake line" not in stderr, "an id never starts a line of its own"
+
+
+# --- what a batch says it graded ------------------------------------------------------------------
+
+def _solution(toy_root: Path, **behaviour) -> None:
+    """The toy lab's reference solution, as the official build has it (no_device: this machine
+    has no GPU, so every grade is not_run)."""
+    from conftest import seal, write_fake
+    write_fake(toy_root / "build" / "ci" / "bin" / "toy_solution", name="toy_solution", **behaviour)
+    seal(toy_root)
+
+
+def test_hand_ins_without_a_grade_are_graded_again_and_the_batch_says_so(toy_config, toy_root, tmp_path):
+    """Proves: on a machine without a GPU every hand-in is not_run, and the batch says so in its
+    last line (0 of 3 have a grade, and why) and exits 23, not "all 3 graded" and 0; their
+    records do not count as done: the next run, with a GPU, grades all three again and says
+    why in its first line. Until then results.json holds no score (a 0 would read as one),
+    and canvas.csv's Points Possible is the lab's, though no hand-in has a total."""
+    folder = _class_folder(tmp_path)
+    for student in ("alice", "bob", "carol"):
+        write_handin(folder, student, "folder", {"sample_ms": 1.0})
+    out = tmp_path / "out"
+    _solution(toy_root, sample_ms=2.0, no_device=True)
+    code, _, stderr = run_batch(toy_config, folder, out)
+    assert code == 23, stderr
+    assert {r["result"]["status"] for r in records(out).values()} == {"not_run"}
+    last = [line for line in stderr.splitlines() if not line.startswith("wrote ")][-1]
+    assert last.startswith("0 of 3 hand-ins have a grade; 3 not graded: no GPU on the grading machine. Run the "
+                           "same command again"), stderr
+    gradescope = json.loads((publish.student_dir(out, "alice") / "results.json").read_text())
+    assert "score" not in gradescope and gradescope["tests"] == []
+    assert "Not graded (no GPU on the grading machine)" in gradescope["output"]
+    with open(out / "canvas.csv", newline="", encoding="utf-8") as handle:
+        canvas = list(csv.reader(handle))
+    assert canvas[1][5] == "100.00" and [row[5] for row in canvas[2:]] == ["", "", ""]
+    page = (out / "summary.html").read_text()
+    assert 'id="graded-banner">0 of 3 hand-ins have a grade.' in page
+    assert "<li>3: no GPU on the grading machine</li>" in page
+    _solution(toy_root, sample_ms=2.0)
+    code, _, stderr = run_batch(toy_config, folder, out)
+    assert code == 0, stderr
+    assert "3 hand-ins, 0 graded before, 3 to grade now (3 without a grade: no GPU on the grading machine)" \
+        in stderr
+    assert {r["result"]["status"] for r in records(out).values()} == {"graded"}
+    assert "all 3 hand-ins have a grade" in stderr and "graded-banner" not in (out / "summary.html").read_text()
+    code, _, stderr = run_batch(toy_config, folder, out)
+    assert code == 0 and "3 hand-ins, 3 graded before, 0 to grade now\n" in stderr, "a grade is kept"
+
+
+def test_a_folder_without_hand_ins_is_refused_in_a_sentence(toy_config, tmp_path):
+    folder = _class_folder(tmp_path, "empty")
+    (folder / "notes.txt").write_text("not a hand-in\n")
+    code, _, stderr = run_batch(toy_config, folder, tmp_path / "out")
+    assert code == 2 and "Traceback" not in stderr, stderr
+    assert f"Found no hand-ins in {folder}: a batch grades one folder, or one .tar.gz, .tgz, .tar or .zip " \
+        "archive, per student there" in stderr
+    assert "Skipped: notes.txt (it is neither a folder nor" in stderr and "hand-ins graded" not in stderr

@@ -131,17 +131,17 @@ def test_gradescope_results_follow_the_schema(tmp_path, outcome):
     errors = sorted(validator.iter_errors(body), key=str)
     assert not errors, [e.message for e in errors]
     counts = result["status"] in publish.GRADE_STATUSES
-    assert body["score"] == (result["score"]["total"] if counts else 0.0)
+    assert body.get("score") == (result["score"]["total"] if counts else None), "no score without a grade"
     assert body["extra_data"]["graded"] is counts and body["extra_data"]["cudalab_status"] == result["status"]
     expected = (["build"] if result["status"] in ("compile_error", "submission_error", "forbidden") else []) \
-        + [f"correctness: {case['name']}" for case in result["cases"]]
+        + [f"correctness: {case['name']}" for case in result["cases"] if counts]
     assert [test["name"] for test in body["tests"]][:len(expected)] == expected
-    if result["performance"]:
+    if result["performance"] and counts:
         perf = next(t for t in body["tests"] if t["name"] == "performance")
         assert (perf["score"], perf["max_score"]) == (result["performance"]["points"],
                                                       result["performance"]["max_points"])
     ratio = publish.ratio_of(result)
-    if ratio is None:
+    if ratio is None or not counts:
         assert "leaderboard" not in body
     else:
         assert body["leaderboard"] == [{"name": "speed ratio", "value": ratio, "order": "asc"}]
@@ -165,7 +165,8 @@ def test_gradescope_results_of_each_kind(tmp_path):
     penalised = gradescope("d", "sanitizer_errors")
     assert penalised["score"] == 90.0 and penalised["tests"][-1]["name"] == "compute-sanitizer"
     unrun = gradescope("e", "not_run")
-    assert unrun["score"] == 0.0 and "No grade was given" in unrun["output"]
+    assert "score" not in unrun and unrun["tests"] == []
+    assert "Not graded (no GPU on the grading machine): no score was given" in unrun["output"]
 
 
 def test_the_schema_is_not_a_rubber_stamp():
@@ -184,7 +185,8 @@ def test_a_hand_in_the_grader_failed_on_gets_a_page_saying_so(tmp_path):
     assert "**Not graded: the grader failed.**" in markdown and "seed" not in markdown
     assert "Vector addition: feedback for carol.tar.gz" in paths["feedback_html"].read_text()
     body = json.loads(paths["gradescope"].read_text())
-    assert body["score"] == 0.0 and body["extra_data"]["graded"] is False
+    assert "score" not in body and body["extra_data"]["graded"] is False
+    assert "Not graded (grader error (not the student's fault))" in body["output"]
 
 
 def test_a_pending_hand_in_has_no_feedback_yet(tmp_path):
@@ -389,14 +391,18 @@ def test_summary_matches_the_stored_copy(tmp_path):
 def test_a_partial_batch_says_so_and_a_complete_one_does_not(tmp_path):
     paths, _ = _publish_class(tmp_path / "partial")
     page = paths["summary"].read_text()
-    assert 'id="partial-banner">Partial: 34 of 40 graded.' in page
+    assert 'id="graded-banner">Partial: 30 of 40 hand-ins have a grade.' in page
+    assert "<li>6: not reached (the batch has not finished)</li>" in page
     assert "<title>Vector addition: class summary (partial)</title>" in page
     done = [e for e in class_entries() if e["state"] != "pending"]
     paths, _ = _publish_class(tmp_path / "complete", done, {"complete": True})
     page = paths["summary"].read_text()
-    assert "Partial" not in page and "partial-banner" not in page
+    assert "Partial" not in page and 'id="graded-banner">30 of 34 hand-ins have a grade.' in page
     paths, _ = _publish_class(tmp_path / "stopped", done, {"complete": False})
-    assert "Partial: 34 of 34 graded." in paths["summary"].read_text(), "the batch's word counts too"
+    assert "Partial: 30 of 34 hand-ins have a grade." in paths["summary"].read_text(), "the batch's word counts too"
+    graded = [e for e in done if (e["result"] or {}).get("status") in publish.GRADE_STATUSES]
+    paths, _ = _publish_class(tmp_path / "graded", graded, {"complete": True})
+    assert "graded-banner" not in paths["summary"].read_text(), "no banner when every hand-in has a grade"
 
 
 def test_summary_groups_failures_and_lists_what_to_look_at(tmp_path):
@@ -456,7 +462,7 @@ def test_class_files_are_written_atomically(tmp_path, monkeypatch):
         _publish_class(tmp_path, entries)
     assert {key: path.read_bytes() for key, path in paths.items()} == before, "the old files survive"
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == \
-        ["canvas.csv", "gradebook.csv", "summary.html"], "no temporary files left"
+        ["canvas.csv", "cases.csv", "gradebook.csv", "summary.html"], "no temporary files left"
 
 
 def test_atomic_write_bytes_replaces_the_whole_file(tmp_path):
@@ -474,3 +480,61 @@ def test_input_is_not_changed(tmp_path):
         if entry["state"] != "pending":
             publish.write_student(tmp_path, entry, "Vector addition")
     assert entries == kept
+
+
+# --- was this graded? ------------------------------------------------------------------------
+
+def _mostly_not_run() -> list[dict]:
+    """30 hand-ins on a machine where most found no GPU: 24 not run, 6 with a grade."""
+    entries = [entry_for(f"n{number:02d}", "not_run") for number in range(24)]
+    return entries + [entry_for(f"g{number}", kind) for number, kind in
+                      enumerate(["full_marks", "full_marks", "graded", "graded", "compile_error", "timed_out"])]
+
+
+def test_a_class_mostly_not_graded_says_so_at_the_top_once(tmp_path):
+    """Proves: with 24 of 30 hand-ins not run, the page answers "was this graded?" in a banner
+    above everything else (6 of 30 have a grade; 24 had no GPU), says the same reason once with
+    its count instead of 24 times, and does not call the class "nothing to look at"."""
+    paths, _ = _publish_class(tmp_path, _mostly_not_run(), {"complete": True})
+    page = paths["summary"].read_text()
+    banner = page.index('id="graded-banner">6 of 30 hand-ins have a grade.')
+    assert banner < page.index("<h2>"), "the banner comes first"
+    assert "<li>24: no GPU on the grading machine</li>" in page[banner:page.index("</div>", banner)]
+    assert page.count("There is no CUDA device on this machine") == 1
+    assert "<li>24 hand-ins: There is no CUDA device on this machine" in page
+    assert "Nothing to look at" not in page
+    assert "Nothing flagged (but see the hand-ins without a grade, at the top)" in page
+
+
+def test_per_case_pass_rates_and_the_class_statistics(tmp_path):
+    """Proves: the page lists each case's passes and failures among the hand-ins with a grade,
+    the most often failed first, and the mean and median of their totals; hand-ins without a
+    grade count in neither."""
+    paths, _ = _publish_class(tmp_path, _mostly_not_run(), {"complete": True})
+    page = paths["summary"].read_text()
+    table = page[page.index('<table id="cases">'):page.index("</table>", page.index('<table id="cases">'))]
+    rows = re.findall(r"<tr><td>(\w+)</td><td class=\"number\">(\d+)</td><td class=\"number\">(\d+)</td>"
+                      r"<td class=\"number\">(\d+)%</td></tr>", table)
+    # Judged: two full marks (all pass), two failing n_257, one timed out (all fail); the
+    # compile error ran no case.
+    assert rows == [("n_257", "2", "3", "40"), ("n_1", "4", "1", "80"), ("n_1025", "4", "1", "80")]
+    # Totals 100, 100, 46.7, 46.7, 0, 0: mean 48.9, median 46.7.
+    assert "Among the 6 hand-ins with a grade: mean 48.9, median 46.7 (of 100)." in page
+
+
+def test_cases_csv_has_each_hand_ins_verdict_per_case(tmp_path):
+    entries = [entry_for("a", "graded"), entry_for("b", "not_run"), entry_for("c", "compile_error"),
+               entry_for("d", None, state="pending")]
+    paths, _ = _publish_class(tmp_path, entries)
+    assert paths["cases"] == tmp_path / "cases.csv"
+    assert _rows(paths["cases"]) == [["student", "handin", "n_1", "n_257", "n_1025"],
+                                     ["a", "a.tar.gz", "passed", "failed", "passed"],
+                                     ["b", "b.tar.gz", "", "", ""], ["c", "c.tar.gz", "", "", ""],
+                                     ["d", "d.tar.gz", "", "", ""]]
+
+
+def test_canvas_points_possible_are_the_results_own_before_the_labs(tmp_path):
+    paths, _ = _publish_class(tmp_path, [entry_for("s1", "full_marks")], points_possible=120)
+    assert _rows(paths["canvas"])[1][5] == "100.00", "the grades are out of what their results say"
+    paths, _ = _publish_class(tmp_path, [entry_for("s1", "not_run")], points_possible=120)
+    assert _rows(paths["canvas"])[1][5] == "120.00", "no grade: the lab's maximum"

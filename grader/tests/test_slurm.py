@@ -226,7 +226,7 @@ def test_a_cancelled_task_is_reported_and_graded_by_the_next_run(toy_config, fak
     subprocess.run(["scancel", f"{submission['gpu_job']}_{index_of(out, submission, 'grace')}"], check=True)
     _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == int(Cli.INTERNAL), stderr
-    assert "2 of 3 hand-ins graded; run the same command again" in stderr
+    assert "2 of 3 hand-ins have a grade; 1 not graded: the cluster's scheduler stopped the grade." in stderr
     result = failure(out, "grace")
     assert result["status"] == "error" and result["score"]["total"] == 0 and result["score"]["total_max"] == 100
     assert result["message"].startswith(f"The Slurm GPU task {submission['gpu_job']}_")

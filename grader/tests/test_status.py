@@ -15,7 +15,7 @@ import grade_results
 from conftest import GRADE_SCHEMA, grade_problems, grade_validator
 from cudalab import batch, errors, publish, report
 from cudalab.exit_codes import Cli
-from cudalab.status import GRADE_STATUSES, REJECTING, WORDS, Status, values
+from cudalab.status import GRADE_STATUSES, REJECTING, WORDS, Status, has_grade, values
 
 PACKAGE = Path(report.__file__).resolve().parent
 GOLDEN_RECORD = Path(__file__).parent / "golden" / "grade.record.json"
@@ -212,3 +212,17 @@ def test_the_stored_record_still_loads(validator, tmp_path):
                                                      "result": result}, result["lab_title"])
     results = json.loads(Path(paths["gradescope"]).read_text(encoding="utf-8"))
     assert results["score"] == result["score"]["total"] and results["extra_data"]["graded"] is True
+
+
+def test_every_status_without_a_grade_says_why_and_holds_no_grade():
+    """Proves: the table says, for each status that is no grade, why in a few words (a batch's
+    last line and summary.html's banner group hand-ins by it), and has_grade is true only for a
+    grade status with a score: a grader error's zero is no grade."""
+    for status in Status:
+        assert (status.why_ungraded is None) == status.is_grade, status
+    assert Status.NOT_RUN.why_ungraded == "no GPU on the grading machine"
+    assert Status.NOT_ISOLATED.why_ungraded == "no sandbox on the grading machine"
+    outcomes = grade_results.OUTCOMES
+    assert has_grade(outcomes["compile_error"]()) and has_grade(outcomes["graded"]())
+    assert not has_grade(outcomes["not_run"]()) and not has_grade(outcomes["grader_error"]())
+    assert not has_grade(outcomes["graded"]() | {"score": None}) and not has_grade(None)
