@@ -347,7 +347,7 @@ def begin_job(config: Config, spec: LabSpec, job: Job, scratch: Path, allow_unis
     from .errors import SubmissionError
     from .runner import fresh_dir
     hand_in = handin.read_hand_in(job.handin, spec, config)
-    problems = [f.message for f in hand_in.findings if f.severity == "error"]
+    problems = handin.missing_file_problems(hand_in, spec)  # check's words, not the staging folder's
     folder = fresh_dir(scratch, "handin")
     if problems:
         pending = grade.Pending(grade.new_result(spec.name, folder, 0, config), config, spec=spec,

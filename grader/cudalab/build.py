@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 from . import bundle, console, cpus, forbidden, labs, libraries, sdk as sdk_module, symbols
 from .config import Config, MIB
 from .errors import CompileError, ForbiddenError, GraderError, SubmissionError, UsageError
+from . import handin
 from .handin import Finding
 from .labspec import LabSpec
 from .object_analysis import ObjectAnalysis, ObjectRefused, analyse_object, staged_deps
@@ -36,6 +37,7 @@ from .sdk import Manifest, ManifestError
 from .trees import remove_tree
 
 _BUILD_LOG_CAP = 4 * MIB
+_LISTED_FOR_NEAR_MISSES = 1000  # names of a submission folder looked at for a misnamed file
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # Where a submission build sees its pieces inside the sandbox (fixed, whatever the names
 # and paths on the host).
@@ -67,7 +69,7 @@ class SubmissionBuild:
 
 # --- staging --------------------------------------------------------------------------
 
-def _read_hand_in_file(path: Path, limit: int) -> bytes:
+def read_hand_in_file(path: Path, limit: int) -> bytes:
     """Read one required file without following a symlink, refusing anything over `limit`."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO must not hang us
@@ -109,16 +111,18 @@ def stage_submission(spec: LabSpec, folder: Path, dest: Path) -> StagedSubmissio
     missing = [name for name in spec.files
                if not (folder / name).exists() and not (folder / name).is_symlink()]
     if missing:
+        # check's sentences: the near miss it was meant to be (did you mean vector_add.cu?).
+        listing = handin.top_level(folder, _LISTED_FOR_NEAR_MISSES)
+        why, _ = handin.required_file_findings(listing, spec)
         raise SubmissionError(f"The submission folder {folder} has no {' or '.join(missing)}. "
-                              f"The {spec.name} lab needs exactly these files: "
-                              f"{', '.join(spec.files)}.")
+                              + " ".join(f.message for f in why))
     if not remove_tree(dest):
         raise GraderError(f"Could not clear the staging folder {dest} of an earlier build; remove it "
                           "by hand and build again.")
     dest.mkdir(parents=True)
     dest.chmod(0o755)  # the sandbox user reads it
     for name in spec.files:
-        (dest / name).write_bytes(_read_hand_in_file(folder / name, spec.max_file_bytes))
+        (dest / name).write_bytes(read_hand_in_file(folder / name, spec.max_file_bytes))
         (dest / name).chmod(0o644)
     ignored = sorted(entry.name + ("/" if entry.is_dir() else "")
                      for entry in folder.iterdir() if entry.name not in spec.files)
@@ -127,12 +131,17 @@ def stage_submission(spec: LabSpec, folder: Path, dest: Path) -> StagedSubmissio
 
 # --- compiler feedback ------------------------------------------------------------------
 
-def compile_feedback(log: str, files: tuple[str, ...] | list[str], copy_dir: Path | str,
-                     max_lines: int) -> list[str]:
+def compile_feedback(log: str, files: tuple[str, ...] | list[str],
+                     copy_dir: Path | str | tuple[Path | str, ...], max_lines: int) -> list[str]:
     """The compiler's lines about the student's files (with the context lines indented under
     them), paths shortened to the bare file name; failing that, the error lines; failing
-    that, the end of the log."""
-    text = log.replace(f"{copy_dir}/", "")
+    that, the end of the log. `copy_dir` is the folder the files were compiled from, or
+    several (the sandbox's fixed path and the staged folder, which is what an unsandboxed
+    compile names)."""
+    text = log
+    folders = [str(folder) for folder in (copy_dir if isinstance(copy_dir, tuple) else (copy_dir,))]
+    for folder in sorted(folders, key=len, reverse=True):  # a path inside another one first
+        text = text.replace(f"{folder}/", "")
     lines = [line for line in text.splitlines() if not _NOISE.search(line)]
     kept: list[str] = []
     in_block = False
@@ -449,6 +458,9 @@ class SubmissionBuilder:
                         (self.build_dir / part).parent.mkdir(parents=True, exist_ok=True)
         self.sandbox = Sandbox.detect(config)
         self._binds = [Bind(self.sdk, _SDK), Bind(self.staged.copy_dir, _SRC)]
+        # Where the compiler's messages say the file is: the sandbox's path, or the staged
+        # folder itself where the build runs without bubblewrap.
+        self._compiled_from = (_SRC, str(self.staged.copy_dir))
         self._workdir = Bind(self.build_dir, _BUILD, writable=True)
         self._toolchain = _toolchain(config, self.commands)
         # The headers of every library the lab does not allow, wherever they are installed,
@@ -472,7 +484,8 @@ class SubmissionBuilder:
         compiled = self.step(["/bin/sh", "-c", self.commands["compile"]])
         self.log += _log(compiled)
         if compiled.exit_code != 0:
-            feedback = compile_feedback(_log(compiled), self.spec.files, _SRC, self.config.compile_feedback_lines)
+            feedback = compile_feedback(_log(compiled), self.spec.files, self._compiled_from,
+                                        self.config.compile_feedback_lines)
             past_a_limit = _past_a_limit(compiled, "compile", self.config)
             if past_a_limit:
                 raise CompileError(f"{' and '.join(self.spec.files)} did not compile: {past_a_limit}", feedback)
@@ -559,11 +572,11 @@ class SubmissionBuilder:
         past_a_limit = _past_a_limit(linked, "link", self.config) if linked.exit_code != 0 else ""
         if past_a_limit:
             raise CompileError(f"{self.source} compiled but did not link: {past_a_limit}",
-                               compile_feedback(_log(linked), self.spec.files, _SRC,
+                               compile_feedback(_log(linked), self.spec.files, self._compiled_from,
                                                 self.config.compile_feedback_lines))
         if linked.exit_code != 0:
             feedback = link_findings(_log(linked), self.spec, self.source, self.defined)
-            feedback = feedback or compile_feedback(_log(linked), self.spec.files, _SRC,
+            feedback = feedback or compile_feedback(_log(linked), self.spec.files, self._compiled_from,
                                                     self.config.compile_feedback_lines)
             raise CompileError(f"{self.source} compiled but did not link with the official {self.spec.name} "
                                f"harness. Compare your functions with {self.spec.api_header}.", feedback)

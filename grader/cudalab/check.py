@@ -44,7 +44,8 @@ from .trees import remove_tree
 
 SCHEMA = "cudalab.receipt/1"
 MANIFEST = handin.MANIFEST
-MANIFEST_SCHEMA = "cudalab.handin-manifest/1"
+MANIFEST_SCHEMA = handin.MANIFEST_SCHEMA
+manifest_of = handin.manifest_of
 CHECKS = ("archive", "files", "compile", "symbols", "forbidden", "smoke_run", "sanitizer")
 # The checks whose errors mean the hand-in would not be accepted.
 _REJECTING = ("archive", "files", "compile", "symbols", "forbidden")
@@ -85,17 +86,6 @@ def _sha256(data: bytes) -> str:
 
 # --- which lab ------------------------------------------------------------------------------
 
-def manifest_of(hand_in: HandIn) -> dict | None:
-    entry = hand_in.files().get(MANIFEST)
-    if entry is None or entry.data is None:
-        return None
-    try:
-        data = json.loads(entry.data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return None
-    return data if isinstance(data, dict) and data.get("schema") == MANIFEST_SCHEMA else None
-
-
 def guess_lab(config: Config, path: Path) -> str | None:
     """The lab a hand-in is for when --lab is not given: its manifest's lab, else the one
     lab whose files it holds."""
@@ -117,9 +107,11 @@ def guess_lab(config: Config, path: Path) -> str | None:
 class HandInCheck:
     """One run of every check on one hand-in."""
 
-    def __init__(self, config: Config, spec: LabSpec, path: Path, *, run: bool = True, seed: int | None = None):
+    def __init__(self, config: Config, spec: LabSpec, path: Path, *, run: bool = True, seed: int | None = None,
+                 not_run_because: str = "--no-run was given"):
         self.config, self.spec, self.path = config, spec, Path(path)
         self.run_programs = run
+        self.not_run_because = not_run_because  # why, when `run` is False
         self.seed = secrets.randbits(31) if seed is None else seed
         self.checks = {name: Check(name) for name in CHECKS}
         self.hand_in: HandIn | None = None
@@ -166,7 +158,7 @@ class HandInCheck:
             self._skip_runs("it did not build")
             return
         if not self.run_programs:
-            self._skip_runs("--no-run was given")
+            self._skip_runs(self.not_run_because)
             return
         if not cuda_device_present():
             self._skip_runs("there is no CUDA device on this machine")
@@ -199,11 +191,8 @@ class HandInCheck:
     def _manifest_findings(self) -> list[Finding]:
         if self.manifest is None:
             return []
-        found = []
-        if self.manifest.get("lab") != self.spec.name:
-            found.append(Finding("files", "error", f"{MANIFEST} says this hand-in is for the lab "
-                                 f"'{self.manifest.get('lab')}', but it is being checked as {self.spec.name}. "
-                                 "Pack it again for the right lab.", MANIFEST))
+        other_lab = handin.other_lab_finding(self.hand_in, self.spec)
+        found = [other_lab] if other_lab else []
         files = self.hand_in.files()
         for item in self.manifest.get("files") or []:
             if not isinstance(item, dict):
@@ -370,15 +359,17 @@ def render_receipt(receipt: dict) -> str:
 # --- the verb ---------------------------------------------------------------------------
 
 def check_hand_in(config: Config, path: Path, lab: str | None = None, *, run: bool = True,
-                  seed: int | None = None) -> dict:
-    """Check one hand-in; return its receipt (never raises for anything in the hand-in)."""
+                  seed: int | None = None, not_run_because: str = "--no-run was given") -> dict:
+    """Check one hand-in; return its receipt (never raises for anything in the hand-in).
+    `not_run_because` says why the smoke run and the sanitizer were skipped when `run` is
+    False (the option a caller was given, in its own words)."""
     lab = lab or guess_lab(config, Path(path))
     if lab is None:
         raise UsageError(f"Could not tell which lab {path} is for (it has no {MANIFEST} and does not "
                          f"hold exactly one lab's files). Say which with --lab (labs: "
                          f"{', '.join(labs.available_labs(config.root))}).")
     spec = labs.load_lab(config, lab)
-    checking = HandInCheck(config, spec, Path(path), run=run, seed=seed)
+    checking = HandInCheck(config, spec, Path(path), run=run, seed=seed, not_run_because=not_run_because)
     tmp = fresh_dir(scratch_root(config), f"check-{spec.name}")
     try:
         checking.run(tmp)

@@ -17,6 +17,7 @@ import difflib
 import gzip
 import hashlib
 import io
+import json
 import os
 import stat
 import tarfile
@@ -32,6 +33,7 @@ from .sdk import sha256_file
 
 README = "README.md"
 MANIFEST = "cudalab-manifest.json"  # what `cudalab pack` adds: read, checked, never built
+MANIFEST_SCHEMA = "cudalab.handin-manifest/1"
 # Files an operating system adds on its own when a folder is zipped: reported, never fatal.
 _OS_LITTER = ("__MACOSX", ".DS_Store", "Thumbs.db", "desktop.ini")
 _READ_CHUNK = 64 * 1024
@@ -99,6 +101,28 @@ class HandIn:
 
 class IntakeLimit(Exception):
     """A limit on the hand-in's size was reached; reading stops there."""
+
+
+def manifest_of(hand_in: HandIn) -> dict | None:
+    """The manifest `cudalab pack` put in the hand-in, or None when there is none that reads."""
+    entry = hand_in.files().get(MANIFEST)
+    if entry is None or entry.data is None:
+        return None
+    try:
+        data = json.loads(entry.data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("schema") == MANIFEST_SCHEMA else None
+
+
+def other_lab_finding(hand_in: HandIn, spec: LabSpec) -> Finding | None:
+    """When the hand-in's manifest says it was packed for another lab: the sentence that says
+    so (what the student most needs to hear when the lab's files are not there)."""
+    said = (manifest_of(hand_in) or {}).get("lab")
+    if said is None or said == spec.name:
+        return None
+    return Finding("files", "error", f"{MANIFEST} says this hand-in is for the lab '{_shown(str(said))}', but it "
+                   f"is being checked as {spec.name}. Pack it again for the right lab.", MANIFEST)
 
 
 def accepted_names(spec: LabSpec) -> tuple[str, ...]:
@@ -242,6 +266,31 @@ def _listing(path: Path, limit: int) -> list[str]:
     return sorted(names)
 
 
+def top_level(folder: Path, limit: int) -> HandIn:
+    """The entries at the top of a folder, by name and kind, with no contents read and
+    nothing below followed: what `pack` and a build need to name what is there (a .git/ of
+    thousands of files costs one entry). Past `limit` names the rest are not listed."""
+    hand_in = HandIn(Path(folder), "folder", None)
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if len(hand_in.entries) >= limit:
+                break
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            hand_in.entries.append(Entry(entry.name + ("/" if stat.S_ISDIR(st.st_mode) else ""),
+                                         _kind(st.st_mode), st.st_size))
+    hand_in.entries.sort(key=lambda e: e.name)
+    return hand_in
+
+
+def _kind(mode: int) -> str:
+    return ("dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "symlink" if stat.S_ISLNK(mode)
+            else "device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "fifo" if stat.S_ISFIFO(mode)
+            else "other")
+
+
 def _read_folder(folder: Path, reader: _Reader) -> None:
     def walk(path: Path, prefix: str, depth: int) -> None:
         try:
@@ -261,9 +310,7 @@ def _read_folder(folder: Path, reader: _Reader) -> None:
                 if depth < _MAX_DEPTH:
                     walk(full, rel + "/", depth + 1)
                 continue
-            kind = ("file" if stat.S_ISREG(st.st_mode) else "symlink" if stat.S_ISLNK(st.st_mode)
-                    else "device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
-                    else "fifo" if stat.S_ISFIFO(st.st_mode) else "other")
+            kind = _kind(st.st_mode)
 
             def read(limit: int, full=full) -> bytes:
                 fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -549,12 +596,18 @@ def _near(name: str, candidates: list[str]) -> str | None:
     return None
 
 
-def file_findings(hand_in: HandIn, spec: LabSpec) -> list[Finding]:
-    """Required files present, nothing else; near misses named."""
+def _takes(spec: LabSpec) -> str:
+    return ", ".join(accepted_names(spec)) if spec.accepts_readme else ", ".join(spec.files)
+
+
+def required_file_findings(hand_in: HandIn, spec: LabSpec) -> tuple[list[Finding], set[str]]:
+    """Why each of the lab's files that is not at the top of the hand-in is missing, as
+    `check` says it: the file one folder down, or the near miss it was meant to be (did you
+    mean vector_add.cu?), or missing; and the names those sentences explain."""
     findings: list[Finding] = []
     entries = [e for e in hand_in.entries if e.kind != "dir"]
     top_files = {e.name: e for e in entries if "/" not in e.name}
-    takes = ", ".join(accepted_names(spec)) if spec.accepts_readme else ", ".join(spec.files)
+    takes = _takes(spec)
     explained: set[str] = set()
     for required in spec.files:
         entry = top_files.get(required)
@@ -579,6 +632,26 @@ def file_findings(hand_in: HandIn, spec: LabSpec) -> list[Finding]:
         else:
             findings.append(Finding("files", "error", f"{required} is missing. The {spec.name} lab's "
                                     f"hand-in is exactly: {takes}."))
+    return findings, explained
+
+
+def missing_file_problems(hand_in: HandIn, spec: LabSpec) -> list[str]:
+    """What keeps the lab's files from being built, in `check`'s words: the intake's errors,
+    and for each missing file why (led by the manifest's other lab, when it names one). The
+    manifest only explains; which lab a hand-in is graded as is never its own say."""
+    problems = [f.message for f in hand_in.findings if f.severity == "error"]
+    missing, _ = required_file_findings(hand_in, spec)
+    if missing:
+        other_lab = other_lab_finding(hand_in, spec)
+        problems += ([other_lab.message] if other_lab else []) + [f.message for f in missing]
+    return problems
+
+
+def file_findings(hand_in: HandIn, spec: LabSpec) -> list[Finding]:
+    """Required files present, nothing else; near misses named."""
+    findings, explained = required_file_findings(hand_in, spec)
+    entries = [e for e in hand_in.entries if e.kind != "dir"]
+    takes = _takes(spec)
     for entry in entries:
         if entry.name in explained or (entry.name in spec.files and "/" not in entry.name):
             continue

@@ -27,6 +27,7 @@ import posixpath
 import re
 import resource
 import secrets
+import shlex
 import shutil
 import signal
 import stat
@@ -64,6 +65,7 @@ _BWRAP_BASE = ("--unshare-all", "--die-with-parent", "--new-session", "--cap-dro
 _BWRAP_NO_NESTED_USERNS = ("--unshare-user", "--disable-userns")
 _BWRAP_FAILED = 1        # bubblewrap's own exit code when it cannot set up or exec
 _INSTALL_HINT = "install it (apt-get install bubblewrap) or set CUDALAB_BWRAP"
+STAGED_BWRAP = Path(".deps", "bwrap", "usr", "bin", "bwrap")  # tools/stage-deps.sh, under the root
 
 _SIGNAL_MEANING = {
     signal.SIGSEGV: "segmentation fault: the host code touched memory it does not own",
@@ -1032,6 +1034,35 @@ def _status_value(raw: bytes, key: str) -> int | None:
     return None
 
 
+# An inside path where a command line can name one: a whole word, or the value of an option
+# (`--out=/cudalab/run/x`, `-I/cudalab/sdk/include`, a `,`-separated list). Not a path that
+# merely has "cudalab" in it (`CMakeFiles/x.dir/cudalab/src/a.o` is relative to the cwd).
+_INSIDE_PATH_IN_TEXT = re.compile(r"(?P<before>^|[\s=,]|(?:^|(?<=\s))-[A-Za-z]+)"
+                                  rf"(?P<path>{re.escape(INSIDE_ROOT)}(?:/[^\s=,:;&|'\"]*)?)")
+_SHELLS = ("sh", "bash", "dash")
+
+
+def _is_shell_script(argv: Sequence[str]) -> bool:
+    return len(argv) >= 3 and posixpath.basename(argv[0]) in _SHELLS and argv[1] == "-c"
+
+
+def host_paths_in(text: str, binds: Sequence[Bind], *, for_shell: bool = False) -> str:
+    """`text` with every inside path it names (see _INSIDE_PATH_IN_TEXT) turned into the host
+    path the deepest bind gives it, as its mount would inside the sandbox; paths no bind
+    covers are left as they are. `for_shell`: `text` is a shell command line, so a host path
+    with characters the shell would split or expand is quoted."""
+    by_depth = sorted(binds, key=lambda b: b.inside.count("/"), reverse=True)
+
+    def host(match: re.Match) -> str:
+        path = match["path"]
+        for bind in by_depth:
+            mapped = bind.to_host(path)
+            if mapped is not None:
+                return match["before"] + (shlex.quote(mapped) if for_shell else mapped)
+        return match[0]
+    return _INSIDE_PATH_IN_TEXT.sub(host, text)
+
+
 def _one_line(text: str) -> str:
     return " / ".join(line.strip() for line in text.strip().splitlines() if line.strip())
 
@@ -1045,7 +1076,7 @@ def _find_bwrap(config: Config) -> tuple[str | None, str]:
     found = shutil.which("bwrap")
     if found:
         return found, ""
-    staged = Path(config.root) / ".deps" / "bwrap" / "usr" / "bin" / "bwrap"
+    staged = Path(config.root) / STAGED_BWRAP
     if staged.is_file() and os.access(staged, os.X_OK):
         return str(staged), ""
     return None, f"bubblewrap not found: {_INSTALL_HINT}"
@@ -1441,19 +1472,13 @@ class Sandbox:
                          isolation: Isolation, talk: dict) -> ProcessResult:
         """The same run without bubblewrap: inside paths become host paths, so callers need
         not know which one they got."""
-        # The deepest bind wins, as its mount would inside the sandbox.
-        by_depth = sorted(every_bind, key=lambda b: b.inside.count("/"), reverse=True)
-
-        def to_host(text: str) -> str:
-            for bind in by_depth:
-                mapped = bind.to_host(text)
-                if mapped is not None:
-                    return mapped
-            return text
-
         host_env = scrubbed_env(workdir.host)
-        host_env.update({key: to_host(value) for key, value in (env or {}).items()})
-        host_argv = [to_host(a) for a in argv]
+        host_env.update({key: host_paths_in(value, every_bind) for key, value in (env or {}).items()})
+        host_argv = [host_paths_in(a, every_bind) for a in argv]
+        if _is_shell_script(argv):
+            # A shell command line (CMake's compile and link commands) names inside paths
+            # within its text: each becomes its host path, quoted for the shell.
+            host_argv[2] = host_paths_in(argv[2], every_bind, for_shell=True)
         cgroups = self._run_cgroups(limits)
 
         def kill_cgroups() -> None:

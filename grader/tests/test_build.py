@@ -60,6 +60,18 @@ def test_missing_file_names_the_file_and_the_folder(spec, tmp_path):
     assert err.value.exit_code == 21
 
 
+def test_a_misnamed_file_is_named_as_check_names_it(spec, tmp_path):
+    """Proves: `run`, `build` and `grade` of a folder whose file is misnamed say which file
+    it was meant to be, in check's words."""
+    folder = tmp_path / "bob"
+    folder.mkdir()
+    (folder / "Toy.cu").write_text("// the student's code\n")
+    with pytest.raises(SubmissionError) as err:
+        build.stage_submission(spec, folder, tmp_path / "copy")
+    assert str(err.value) == (f"The submission folder {folder} has no toy.cu. Toy.cu: did you mean toy.cu? "
+                              "The toy lab needs a file called exactly toy.cu; rename it.")
+
+
 def test_missing_folder(spec, tmp_path):
     with pytest.raises(SubmissionError, match="does not exist"):
         build.stage_submission(spec, tmp_path / "nobody", tmp_path / "copy")

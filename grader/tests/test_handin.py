@@ -127,3 +127,40 @@ def test_an_archive_over_the_limit_is_hashed_in_part(tmp_path):
     hashed = handin.digest(archive, config)
     assert hashed.over == (f"s1.tar.gz is {1 << 30} bytes, over the limit of 1024 for a hand-in; its hash covers "
                            "the first 1024 bytes and its size.")
+
+
+# --- a grade's words for a hand-in without the lab's files ------------------------------------
+
+def _graded_in_batch(tmp_path, archive: Path) -> dict:
+    """The result a batch gives `archive` as a vector_add hand-in (no build is reached)."""
+    from cudalab import grade
+    config = repo_config(tmp_path)
+    spec = labs.load_lab(config, "vector_add")
+    job = batch.Job(key="s1", student="s1", handin=archive, sha256="0" * 64, id_from="name")
+    pending, staged = batch.begin_job(config, spec, job, tmp_path / "scratch", allow_unisolated=True)
+    result = grade.finish(pending)
+    assert str(tmp_path / "scratch") not in result["message"] and str(staged) not in result["message"]
+    return result
+
+
+def test_a_misnamed_file_in_a_batch_grade_is_named_as_check_names_it(tmp_path):
+    """Proves: a hand-in whose file is misnamed gets check's did-you-mean in its grade, never
+    the grader's staging folder."""
+    archive = tar_with(tmp_path / "s1.tar.gz", [("vectoradd.cu", good_source())])
+    result = _graded_in_batch(tmp_path, archive)
+    assert result["status"] == "submission_error"
+    assert ("vectoradd.cu: did you mean vector_add.cu? The vector_add lab needs a file called exactly "
+            "vector_add.cu; rename it.") in result["message"]
+
+
+def test_another_labs_archive_in_a_batch_grade_names_that_lab(tmp_path):
+    """Proves: an archive `cudalab pack` made for another lab is graded with check's sentence
+    naming the manifest's lab, then what is missing."""
+    manifest = b'{"schema": "cudalab.handin-manifest/1", "lab": "reduction", "files": []}'
+    archive = tar_with(tmp_path / "s1.tar.gz", [("reduction.cu", b"// reduction\n"),
+                                                 (handin.MANIFEST, manifest)])
+    result = _graded_in_batch(tmp_path, archive)
+    assert result["status"] == "submission_error"
+    assert result["message"].startswith(
+        "cudalab-manifest.json says this hand-in is for the lab 'reduction', but it is being checked as "
+        "vector_add. Pack it again for the right lab. vector_add.cu is missing.")

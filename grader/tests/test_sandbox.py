@@ -819,6 +819,36 @@ def test_fallback_keeps_the_limits(workdir, limits, monkeypatch):
     assert slow.timed_out and time.perf_counter() - started < 4
 
 
+def test_fallback_maps_the_inside_paths_of_a_shell_command_line(workdir, inputs, limits):
+    """Proves: without bubblewrap a shell command line (how the build runs CMake's compile and
+    link commands) sees the inside paths it names as the sandbox would show them, as words
+    and as options' values, while a relative path that merely has cudalab/ in it stays
+    relative."""
+    fallback = Sandbox.detect(load_config(bwrap="/no/such/bwrap"))
+    script = (f"mkdir -p obj/cudalab/in && echo relative > obj/cudalab/in/file && "
+              f"cat {INSIDE_ROOT}/in/file obj/cudalab/in/file > {INSIDE_ROOT}/run/copy && "
+              f"echo --from={INSIDE_ROOT}/in/file -I{INSIDE_ROOT}/in,{INSIDE_ROOT}/run")
+    result = fallback.run(["/bin/sh", "-c", script], workdir=workdir, binds=[inputs], limits=limits)
+    assert result.exit_code == 0, result.stderr
+    assert (workdir.host / "copy").read_text() == "original\nrelative\n"
+    assert result.stdout.split() == [f"--from={inputs.host}/file", f"-I{inputs.host},{workdir.host}"]
+
+
+@pytest.mark.parametrize("bind_folder", ["with space", "it's"])
+def test_fallback_quotes_host_paths_for_the_shell(space, limits, bind_folder):
+    """Proves: a host folder with characters the shell would split on still reaches the
+    command whole (the scratch folder lies under the user's home, whatever its name)."""
+    fallback = Sandbox.detect(load_config(bwrap="/no/such/bwrap"))
+    host = space / bind_folder
+    host.mkdir()
+    (host / "file").write_text("inside\n")
+    workdir = Bind(space / "run", f"{INSIDE_ROOT}/run", writable=True)
+    workdir.host.mkdir()
+    result = fallback.run(["/bin/sh", "-c", f"cat {INSIDE_ROOT}/src/file"], workdir=workdir,
+                          binds=[Bind(host, f"{INSIDE_ROOT}/src")], limits=limits)
+    assert result.exit_code == 0 and result.stdout == "inside\n", result.stderr
+
+
 def test_probe_failure_is_reported(space):
     """Proves: a bubblewrap that cannot create namespaces here is not used, and its own words
     end up in Isolation.missing."""
@@ -894,3 +924,73 @@ def test_a_read_only_bind_out_of_the_sandbox_users_reach_is_shown_through_a_copy
     result = SANDBOX.run(sh("cat /cudalab/in/tool"), workdir=workdir, limits=limits,
                          binds=[Bind(private / "tool", f"{INSIDE_ROOT}/in/tool")])
     assert result.exit_code == 0 and result.stdout == "content\n", result.stderr
+
+
+# --------------------------------------------------------------------------- student verbs without a sandbox
+
+_BWRAP_WITHOUT_USER_NAMESPACES = {
+    "the uid map is refused": "bwrap: setting up uid map: Permission denied",
+    "no user namespaces": "bwrap: No permissions to create new namespace, likely because the kernel does not "
+                          "allow non-privileged user namespaces.",
+}
+
+
+@pytest.fixture(params=["bubblewrap is not installed", *_BWRAP_WITHOUT_USER_NAMESPACES])
+def without_a_sandbox(request, monkeypatch, tmp_path):
+    """A machine where bubblewrap cannot sandbox: not on PATH (nor staged), or installed but
+    refused user namespaces (AppArmor, a container, WSL), as a real one says it."""
+    monkeypatch.setattr(sandbox_module, "_detected", {})  # probe this machine afresh
+    for key in [k for k in os.environ if k.startswith("CUDALAB_")]:
+        monkeypatch.delenv(key)
+    if request.param in _BWRAP_WITHOUT_USER_NAMESPACES:
+        fake = tmp_path / "bwrap"
+        fake.write_text(f"#!/bin/sh\necho '{_BWRAP_WITHOUT_USER_NAMESPACES[request.param]}' >&2\nexit 1\n")
+        fake.chmod(0o755)
+        monkeypatch.setenv("CUDALAB_BWRAP", str(fake))
+    else:
+        which = shutil.which
+        monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None if name == "bwrap" else which(name, *a, **k))
+        monkeypatch.setattr(sandbox_module, "STAGED_BWRAP", Path("no", "staged", "bwrap"))
+    monkeypatch.setenv("CUDALAB_ROOT", str(REPO_ROOT))
+    monkeypatch.setenv("CUDALAB_PRESET", "ci")
+    monkeypatch.setenv("CUDALAB_WORK_DIR", str(tmp_path / "work"))
+    return request.param
+
+
+@pytest.mark.needs_build
+def test_every_student_verb_builds_the_solution_without_a_sandbox(without_a_sandbox, tmp_path, capsys):
+    """Proves: where bubblewrap is missing or cannot create namespaces, run, check, pack and
+    grade --allow-unisolated build the course's vector_add solution as the sandbox would
+    (CMake's commands see the SDK and the staged file), so nothing reports a made-up
+    compile error; run then says there is no GPU (or passes, on a GPU machine)."""
+    from cudalab import cli
+    from cudalab.config import cuda_device_present
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    shutil.copy(REPO_ROOT / "solutions" / "vector_add" / "vector_add.cu", folder)
+    gpu = cuda_device_present()
+
+    assert cli.main(["run", "vector_add", str(folder)]) == (0 if gpu else 23)
+    said = capsys.readouterr()
+    assert "Running your vector_add.cu" in said.err and "did not compile" not in said.err + said.out
+    assert gpu or "no CUDA device" in said.err
+    assert "bubblewrap" in said.err  # the run says what isolation it lacks
+
+    assert cli.main(["check", str(folder), "--lab", "vector_add", "--no-run", "--json"]) == 0
+    said = capsys.readouterr()
+    receipt = json.loads(said.out)
+    assert {c["name"]: c["verdict"] for c in receipt["checks"]}["compile"] == "passed"
+    assert receipt["accepted"] and receipt["isolation"]["kind"] == "none"
+    assert "FAILED" not in said.err
+
+    archive = tmp_path / "vector_add.tar.gz"
+    assert cli.main(["pack", "vector_add", str(folder), "--out", str(archive)]) == 0
+    said = capsys.readouterr()
+    assert archive.is_file() and "FAILED" not in said.err + said.out
+
+    out = tmp_path / "grade"
+    code = cli.main(["grade", "vector_add", str(folder), "--allow-unisolated", "--out", str(out), "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert result["build"]["status"] == "built", result["message"]
+    assert result["status"] == ("graded" if gpu else "not_run") and code == result["exit_code"]
+    assert not result["provenance"]["isolation"]["official"]
