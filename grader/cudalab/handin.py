@@ -17,7 +17,9 @@ import difflib
 import gzip
 import hashlib
 import io
+import json
 import os
+import re
 import stat
 import tarfile
 import unicodedata
@@ -32,6 +34,10 @@ from .sdk import sha256_file
 
 README = "README.md"
 MANIFEST = "cudalab-manifest.json"  # what `cudalab pack` adds: read, checked, never built
+MANIFEST_SCHEMA = "cudalab.handin-manifest/1"
+# A student id `pack --student` takes. It names the archive (<lab>-<id>.tar.gz: the name `batch`
+# takes the id from) and is recorded in the manifest, where `batch` only compares it with that id.
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 # Files an operating system adds on its own when a folder is zipped: reported, never fatal.
 _OS_LITTER = ("__MACOSX", ".DS_Store", "Thumbs.db", "desktop.ini")
 _READ_CHUNK = 64 * 1024
@@ -430,6 +436,19 @@ def read_hand_in(path: Path, spec: LabSpec, config: Config) -> HandIn:
                        "Make it again, for instance with `cudalab pack`.")
     _strip_top_folder(hand_in, spec)
     return hand_in
+
+
+def manifest_of(hand_in: HandIn) -> dict | None:
+    """The hand-in's MANIFEST where it holds a readable one, else None. What it says is only
+    ever data: checked against the files, compared with who handed it in."""
+    entry = hand_in.files().get(MANIFEST)
+    if entry is None or entry.data is None:
+        return None
+    try:
+        data = json.loads(entry.data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("schema") == MANIFEST_SCHEMA else None
 
 
 def _one_line(err: BaseException) -> str:

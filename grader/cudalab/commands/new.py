@@ -4,6 +4,7 @@ Work in that copy, never in the repository's starter/ folder (which `cudalab sta
 regenerates). The folder is ./<lab> unless you name one; files already there are never
 overwritten.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -12,9 +13,9 @@ import shlex
 import shutil
 from pathlib import Path
 
-from . import console, labs, starter
-from .config import Config
-from .errors import UsageError
+from .. import console, labs, starter
+from ..config import Config
+from ..errors import UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
