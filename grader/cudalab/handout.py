@@ -13,7 +13,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from markupsafe import Markup
 
-from . import calibration, forbidden, report
+from . import calibration, catalogue, report
 from .calibration import Calibration
 from .config import Config
 from .labspec import LabSpec
@@ -181,7 +181,7 @@ def _context(spec: LabSpec, known: Calibration | None) -> dict:
     ladders = [e for e in entries if e.get("ladder")] if spec.ladder else []
     return dict(
         lab=spec, tolerance_rule=tolerance_rule,
-        library_titles={key: library.title for key, library in forbidden.LIBRARIES.items()},
+        library_titles={key: library.title for key, library in catalogue.LIBRARIES.items()},
         bytes_per_case={c.name: spec.bytes_moved(c) for c in spec.bench_cases},
         reference_rung=next((r.name for r in spec.ladder if r.source == spec.scoring.reference), ""),
         reference_words=calibration.reference_words(spec),

@@ -11,6 +11,7 @@ a tree: `python grader/tests/test_layering.py [PATH/TO/grader/cudalab]`.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ class Module:
     imports: dict[str, int] = field(default_factory=dict)   # imported module -> first line
     function_level: list[tuple[str, int]] = field(default_factory=list)  # (module, line)
     unresolved: list[tuple[str, int]] = field(default_factory=list)  # (relative import, line) naming no module
+    relative_lines: set[int] = field(default_factory=set)  # every line a relative import starts on
 
 
 def _module_name(package_dir: Path, path: Path) -> str:
@@ -86,6 +88,7 @@ def read_package(package_dir: Path = PACKAGE_DIR) -> dict[str, Module]:
             if not isinstance(node, (ast.Import, ast.ImportFrom)):
                 continue
             if isinstance(node, ast.ImportFrom) and node.level:
+                module.relative_lines.add(node.lineno)
                 anchor = _anchor(node, name, path.name == "__init__.py")
                 if anchor not in known:  # moved code whose `from .x` still points where x was
                     module.unresolved.append((f"{'.' * node.level}{node.module or ''}", node.lineno))
@@ -272,6 +275,12 @@ def test_no_import_cycle_even_through_function_level_imports():
     # The graph must hold the imports written inside functions, or a cycle could hide there.
     hidden = [(m.name, target) for m in modules.values() for target, _ in m.function_level]
     assert all(target in modules[name].imports for name, target in hidden)
+    # ... and every indented `from .` line that a plain grep finds is one the reader read.
+    indented = re.compile(r"^\s+from \.")
+    unread = [f"{m.path.name}:{number}" for m in modules.values()
+              for number, line in enumerate(m.path.read_text(encoding="utf-8").splitlines(), 1)
+              if indented.match(line) and number not in m.relative_lines]
+    assert not unread, f"imports the layering reader missed: {unread}"
     found = cycles(modules)
     assert not found, ("Modules import each other in a circle (an import inside a function only "
                        "postpones it to the first call); move the shared piece down to the module "

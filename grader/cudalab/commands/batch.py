@@ -38,7 +38,6 @@ scheduler stopped the grade (a Slurm task cancelled, failed or out of time: its 
 "scheduler_failure") is no grade: the outputs show it as not graded, and the next run
 grades that hand-in again.
 """
-
 from __future__ import annotations
 
 import argparse

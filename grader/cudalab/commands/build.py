@@ -9,7 +9,6 @@ CMake generated for it (the SDK's build.json, from cmake/submission), in three s
 compile the student's file, check its object's symbols (only the API crosses the link),
 link.
 """
-
 from __future__ import annotations
 
 import argparse

@@ -19,7 +19,6 @@ medians are recorded for the handout's ladder table and plot.
 GPU model, and `cudalab handout LAB` the calibrated figures (render it again afterwards).
 A grade never uses the file: it times the reference in the same session.
 """
-
 from __future__ import annotations
 
 import argparse

@@ -20,7 +20,6 @@ is 0 only when the hand-in would be accepted (27 when it would not).
 No check times the hand-in, so none needs the course's reference solution: a student
 bundle (`cudalab export`) runs the same checks as the course's own install.
 """
-
 from __future__ import annotations
 
 import argparse

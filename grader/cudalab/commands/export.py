@@ -43,7 +43,6 @@ removes it and fails the export (exit 27), each finding at its file and line:
 The scan finds copies, however they are indented, wrapped or moved into comments and
 strings; it does not find disguised ones (renamed identifiers, encoded text).
 """
-
 from __future__ import annotations
 
 import argparse

@@ -11,7 +11,6 @@ written whatever happens, and feedback.md beside it.
 Without a working sandbox `grade` refuses to give a grade unless --allow-unisolated is
 given; such a grade says in words that it is not an official one.
 """
-
 from __future__ import annotations
 
 import argparse

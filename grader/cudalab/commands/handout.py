@@ -14,7 +14,6 @@ Markdown converted by markdown-it-py (raw HTML off, so whatever lab.toml says is
 text) inside handout.html.j2, with the ladder's plot (matplotlib, deterministic SVG) in
 place of the Markdown's link to it.
 """
-
 from __future__ import annotations
 
 import argparse

@@ -13,7 +13,6 @@ run's kept samples the same way, and prints one row per shape: per bench case th
 time, the throughput and the checker's word, and the library's throughput measured in
 the same runs.
 """
-
 from __future__ import annotations
 
 import argparse

@@ -4,7 +4,6 @@ Work in that copy, never in the repository's starter/ folder (which `cudalab sta
 regenerates). The folder is ./<lab> unless you name one; files already there are never
 overwritten.
 """
-
 from __future__ import annotations
 
 import argparse

@@ -7,7 +7,6 @@ runs the checks that would reject the hand-in (files, compile, symbols, forbidde
 libraries) and refuses, saying why, when one fails; `cudalab check ARCHIVE` checks the
 archive itself, smoke run and compute-sanitizer included.
 """
-
 from __future__ import annotations
 
 import argparse

@@ -18,7 +18,6 @@ The exit status is 0 when every case passed, 1 when some failed, the lab binary'
 when it stopped early (3 CUDA error, 5 timeout, 6 internal), 23 when there is no CUDA
 device, and the CLI's codes (20-22, 24) for problems before the run.
 """
-
 from __future__ import annotations
 
 import argparse

@@ -5,7 +5,6 @@ included) are dropped, and a line `// STARTER: text` becomes `text` at the same
 indentation (in the solution it stays a comment). Everything else is copied, so the
 starter and the solution can never drift apart. `--check` diffs instead of writing.
 """
-
 from __future__ import annotations
 
 import argparse
