@@ -26,9 +26,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cpus, gpu, safe_files
+from . import cpus, gpu, labs, pacer, safe_files
 from .errors import GraderError
-from .runner import Runner, audit_argv, fresh_dir, paced_argv, read_untrusted_json, why_nothing_ran
+from .runner import (Runner, audit_argv, failure_reason, fresh_dir, paced_argv, read_untrusted_json,
+                     why_nothing_ran)
 from .timing import (BLANK, REFERENCE, STUDENT, AuditorChannel, AuditorError, Floor, LineReader, Pace, ProtocolError,
                      SessionRun, send_line)
 from .trees import remove_tree
@@ -86,7 +87,6 @@ class _Kept:
         self.thread.join()
 
     def why_it_failed(self) -> str:
-        from .grade import failure_reason
         if self.error:
             return self.error
         if self.outcome is not None:
@@ -143,7 +143,6 @@ class AuditServer:
     def for_lab(cls, config, spec, scratch: Path) -> "AuditServer | None":
         """A server of the lab's scoring reference on config.gpu_device, its folders in
         `scratch`; None when the official build lacks it (each grade then says so itself)."""
-        from . import labs
         runner = Runner(config, spec, scratch)
         try:
             binary = runner.official(labs.scoring_reference(spec))
@@ -243,7 +242,7 @@ class AuditServer:
                     self._attach(STUDENT, student, "student")
                 try:
                     with cpus.on_timing_cpus(self.runner.config):  # the grader's clock beside the programs
-                        run = self.channel.session_apart(pace)
+                        run = pacer.session_in_process(self.channel, pace)
                 finally:
                     if student is not None:
                         self.channel.send(f"detach {STUDENT}")

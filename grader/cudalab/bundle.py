@@ -1,7 +1,7 @@
 """What a student bundle is, for the pieces that behave differently in one.
 
 `cudalab export` writes a student bundle: the course's repository without its solutions,
-ladders, tests or stored outputs (grader/cudalab/export.py says what it holds). Its root
+ladders, tests or stored outputs (grader/cudalab/commands/export.py says what it holds). Its root
 carries MARKER, `cudalab-bundle.json` (schema cudalab.bundle/1: the labs, the cudalab
 version, when it was made). Three things read it:
 

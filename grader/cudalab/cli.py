@@ -1,6 +1,6 @@
-"""`cudalab VERB ...`: a thin dispatcher. Each verb is one module of this package with
-`add_arguments(parser)` and `main(args, config) -> exit code`; adding a verb is adding its
-name to VERBS.
+"""`cudalab VERB ...`: a thin dispatcher. Each verb is one module of cudalab/commands/ with
+`add_arguments(parser)` and `main(args, config) -> exit code`, over the engine (the rest of
+this package); adding a verb is adding its module and its name to VERBS.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ VERBS = ("new", "build", "run", "check", "pack", "grade", "batch", "starter", "l
 
 
 def _verb_module(name: str):
-    return importlib.import_module(f"{__package__}.{name}")
+    return importlib.import_module(f"{__package__}.commands.{name}")
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -1,22 +1,15 @@
-"""cudalab doctor: say what this machine can do (GPU and driver, the CUDA toolkit, CMake and
-Ninja, the sandbox, memory limits, disk, the grader's Python packages, the official build),
-and therefore what `run`, `check` and `grade` will do here, with the one step that fixes
-each gap.
-
-It runs nothing of a student's and changes nothing. It exits as `grade` would on a correct
-hand-in: 0 where grades here are official, 23 without a CUDA device, 25 without a sandbox,
-24 where a tool the build needs is missing.
+"""What `cudalab doctor` finds (the verb and its help are commands/doctor.py): what this
+machine has for cudalab, what `run`, `check` and `grade` will therefore do here, and the
+one step that fixes each gap.
 """
 from __future__ import annotations
 
-import argparse
 import importlib.util
-import json
 import os
 import re
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import console, gpu, labs
@@ -175,19 +168,3 @@ def render(findings: list[Finding], said: dict[str, str]) -> str:
             lines.append(f"       to fix: {f.fix}")
     lines += ["", "So here:"] + [f"  cudalab {verb}: {sentence}" for verb, sentence in said.items()]
     return "\n".join(console.printable(line) for line in lines)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    del parser  # no options: it examines this machine as it is
-
-
-def main(args: argparse.Namespace, config: Config) -> int:
-    findings = examine(config)
-    said = verdicts(findings)
-    code = exit_code(findings)
-    if args.json:
-        print(json.dumps({"schema": SCHEMA, "findings": [asdict(f) for f in findings], "verbs": said,
-                          "exit_code": int(code)}, indent=2))
-    else:
-        console.text(render(findings, said))
-    return int(code)

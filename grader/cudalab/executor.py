@@ -1,5 +1,6 @@
 """Where a batch's grading runs: one small interface, this machine's implementation, and
-the registry of executors (`cudalab batch --executor NAME`).
+the Executor every executor is (the registry, `cudalab batch --executor NAME`, is
+executors.py).
 
 An executor is given a batch's plan (batch.Plan: the jobs to grade, the results store, the
 configuration) and a progress reporter. It grades every job in plan.todo exactly as
@@ -20,6 +21,7 @@ import threading
 from abc import ABC, abstractmethod
 
 from . import build, cpus, grade
+from .batch import begin_job, grader_failure_result
 from .config import Config
 from .errors import CudalabError, UsageError
 from .audit import AuditServer
@@ -112,7 +114,6 @@ class LocalExecutor(Executor):
         return devices
 
     def run(self, plan, reporter) -> None:
-        from .batch import begin_job, grader_failure_result
         if not plan.todo:
             return
         config, spec = self.config, plan.spec
@@ -214,30 +215,3 @@ class LocalExecutor(Executor):
                 if server is not None:
                     server.close()  # after the round it may be serving, if interrupted
             remove_tree(scratch)
-
-
-def _slurm_executor() -> type[Executor]:
-    from .slurm import SlurmExecutor  # slurm.py builds on this module
-    return SlurmExecutor
-
-
-EXECUTORS = {"local": lambda: LocalExecutor, "slurm": _slurm_executor}
-
-
-def add_arguments(parser) -> None:
-    """Every executor's options, one argument group each."""
-    for name, load in EXECUTORS.items():
-        load().add_arguments(parser.add_argument_group(f"with --executor {name}"))
-
-
-def make(name: str, config: Config, args) -> Executor:
-    """The executor `name`, from the batch command's options (argparse's namespace)."""
-    if name not in EXECUTORS:
-        raise UsageError(f"There is no executor {name!r}; there are: {', '.join(EXECUTORS)}.")
-    for other, load in EXECUTORS.items():
-        given = [dest for dest in load().options if other != name and getattr(args, dest, None) not in (None, [])]
-        if given:
-            option = "--" + given[0].replace("_", "-")
-            raise UsageError(f"{option} is an option of --executor {other}, not of --executor {name}: "
-                             f"leave it out, or grade with --executor {other}.")
-    return EXECUTORS[name]().from_args(config, args)

@@ -1,20 +1,9 @@
-"""`cudalab grade`: grade one submission folder against the official harness.
-
-Stage the hand-in under a name the grader chooses and build it in the sandbox against the
-lab's SDK (symbol check included); if this machine has no CUDA device, stop with status
-not_run (exit 23, no grade); otherwise run it in the sandbox with a seed chosen now and let
-the trusted checker judge the dumped outputs (the only source of correctness points), then
-time it against the reference solution in alternating paced rounds on the grader's own
-clock, with a few secretly drawn timed samples judged by the checker. A result JSON is
-written whatever happens, and feedback.md beside it.
-
-Without a working sandbox `grade` refuses to give a grade unless --allow-unisolated is
-given; such a grade says in words that it is not an official one.
+"""What `cudalab grade` does (the verb and its help are commands/grade.py): one grade,
+in two halves a batch can run apart (begin: stage and build; finish: run, judge and time
+against the reference on the grader's clock), and the result document it writes.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import platform
 import secrets
@@ -28,11 +17,10 @@ from pathlib import Path
 
 from . import __version__, build, console, cpus, gpu, images, labs, report, safe_files, sanitizer
 from .config import Config
-from .errors import (CompileError, CudalabError, GraderError, NoDeviceError, NotIsolatedError, UsageError,
-                     SubmissionError)
+from .errors import CompileError, CudalabError, GraderError, NoDeviceError, NotIsolatedError, SubmissionError
 from .exit_codes import Harness
 from .labspec import LabSpec
-from .runner import RUN, Runner, fresh_dir, read_untrusted_json, why_nothing_ran
+from .runner import RUN, Runner, failure_reason, fresh_dir, read_untrusted_json, why_nothing_ran
 from .sandbox import ProcessResult, Sandbox, run_limits, scratch_root
 from .audit import AuditServer, ProgramPipes, read_ready
 from .scoring import case_points, score as compute_score, zero as zero_score
@@ -42,23 +30,6 @@ from .trees import remove_tree
 
 SCHEMA = "cudalab.grade/1"
 ATTACHMENTS = "attachments"  # the folder in a grade's scratch whose files go beside feedback.md
-
-
-def failure_reason(result: ProcessResult) -> str:
-    """Why a run of the submission went wrong, in words, with the first lines of stderr."""
-    head = result.stderr_head(4)
-    if result.status == "no_device":
-        reason = ("the program reported that there is no CUDA device (exit 4), although the "
-                  "reference solution ran on this GPU")
-    elif result.status == "usage":
-        reason = "the program rejected the grader's command line (exit 2)"
-    elif result.status == "internal":
-        reason = "the harness could not do its job (exit 6), for instance writing its output"
-    else:
-        reason = result.describe()
-    if result.status == "cuda_error" and head:
-        return head if head.lower().startswith("cuda error") else f"CUDA error: {head}"
-    return f"{reason}: {head}" if head and not result.timed_out and not result.oom_killed else reason
 
 
 @contextmanager
@@ -648,31 +619,3 @@ def _started_audit(config: Config, spec: LabSpec, scratch: Path) -> AuditServer 
         server.close()
         return None
     return server
-
-
-# --- the verb ---------------------------------------------------------------------------
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("lab", help="the lab to grade against")
-    parser.add_argument("folder", type=Path, help="the submission folder")
-    parser.add_argument("--seed", type=labs.seed_argument, help="grading seed (default: chosen at random now)")
-    parser.add_argument("--out", type=Path, help="the folder result.json and feedback.md go to "
-                        "(default <work dir>/results/<lab>/<submission name>-<hash of its path>/)")
-    parser.add_argument("--allow-unisolated", action="store_true",
-                        help="grade even where the student's code cannot be sandboxed; the result "
-                        "then says it is not an official grade")
-
-
-def main(args: argparse.Namespace, config: Config) -> int:
-    out = args.out or config.work_dir / "results" / Path(args.lab).name / build.submission_key(Path(args.folder))
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file; give a folder for result.json and feedback.md.")
-    result = grade(config, args.lab, args.folder, seed=args.seed, allow_unisolated=args.allow_unisolated,
-                   attachments_to=out)
-    paths = report.write_outputs(out, result)
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        console.text(report.render_summary(result))
-    console.info(f"Wrote {paths['result']} and {paths['feedback']}")
-    return result["exit_code"]

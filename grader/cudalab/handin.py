@@ -19,6 +19,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import stat
 import tarfile
 import unicodedata
@@ -34,6 +35,9 @@ from .sdk import sha256_file
 README = "README.md"
 MANIFEST = "cudalab-manifest.json"  # what `cudalab pack` adds: read, checked, never built
 MANIFEST_SCHEMA = "cudalab.handin-manifest/1"
+# A student id `pack --student` takes. It names the archive (<lab>-<id>.tar.gz: the name `batch`
+# takes the id from) and is recorded in the manifest, where `batch` only compares it with that id.
+STUDENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 # Files an operating system adds on its own when a folder is zipped: reported, never fatal.
 _OS_LITTER = ("__MACOSX", ".DS_Store", "Thumbs.db", "desktop.ini")
 _READ_CHUNK = 64 * 1024
@@ -104,7 +108,8 @@ class IntakeLimit(Exception):
 
 
 def manifest_of(hand_in: HandIn) -> dict | None:
-    """The manifest `cudalab pack` put in the hand-in, or None when there is none that reads."""
+    """The manifest `cudalab pack` put in the hand-in, or None when there is none that reads.
+    What it says is only ever data: checked against the files, compared with who handed it in."""
     entry = hand_in.files().get(MANIFEST)
     if entry is None or entry.data is None:
         return None

@@ -1,27 +1,11 @@
-"""`cudalab handout`: render a lab's handout from its lab.toml and its calibration.
-
-The handout (handouts/<lab>.md, and the same as a page of its own, handouts/<lab>.html)
-says what the student writes, how it is checked (every case and why it is there, every
-tolerance and why it is what it is), how it is timed and scored, the reference's
-calibrated time on each GPU model (labs/<lab>/calibration.json, from `cudalab calibrate`)
-and which variants the ladder shows, with their calibrated medians as a table and, in the
-page, a plot. It is rendered from those files alone, so it can never disagree with what
-the grader does; the rendered copies are kept in the repository and `--check` (run by the
-tests) fails when one is out of date. LAB may be `all`.
-
-Both files come from one template: handout.md.j2 writes the Markdown, and the page is that
-Markdown converted by markdown-it-py (raw HTML off, so whatever lab.toml says is shown as
-text) inside handout.html.j2, with the ladder's plot (matplotlib, deterministic SVG) in
-place of the Markdown's link to it.
+"""A lab's handout rendered from its lab.toml and its calibration (the verb and its help
+are commands/handout.py): the Markdown from handout.md.j2, and the page made from it with
+the ladder's plot in place of its link.
 """
 from __future__ import annotations
 
-import argparse
-import difflib
 import io
-import json
 import math
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,12 +13,11 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from markupsafe import Markup
 
-from . import calibration, console, forbidden, labs, report
+from . import calibration, catalogue, report
 from .calibration import Calibration
 from .config import Config
 from .labspec import LabSpec
 
-ALL = "all"
 PLOT_ID = "ladder-plot"
 # What makes the plot's SVG the same on every render: fixed ids, text kept as text (no
 # glyph outlines from whatever fonts a machine has), no dates, no version stamp.
@@ -198,7 +181,7 @@ def _context(spec: LabSpec, known: Calibration | None) -> dict:
     ladders = [e for e in entries if e.get("ladder")] if spec.ladder else []
     return dict(
         lab=spec, tolerance_rule=tolerance_rule,
-        library_titles={key: library.title for key, library in forbidden.LIBRARIES.items()},
+        library_titles={key: library.title for key, library in catalogue.LIBRARIES.items()},
         bytes_per_case={c.name: spec.bytes_moved(c) for c in spec.bench_cases},
         reference_rung=next((r.name for r in spec.ladder if r.source == spec.scoring.reference), ""),
         reference_words=calibration.reference_words(spec),
@@ -264,44 +247,3 @@ def handout_path(config: Config, spec: LabSpec) -> Path:
 
 def html_path(config: Config, spec: LabSpec) -> Path:
     return config.root / "handouts" / f"{spec.name}.html"
-
-
-# --- the verb ---------------------------------------------------------------------------------
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    labs.add_generated_file_arguments(parser, "handout", every=ALL)
-
-
-def _one_lab(config: Config, spec: LabSpec, check: bool, quiet_diff: bool) -> dict:
-    """Render one lab's handout; write the files that changed, or with `check` say which are
-    out of date (with a diff)."""
-    rendered = render(spec, calibration.load(config, spec))
-    stale = []
-    for path, wanted in ((handout_path(config, spec), rendered.markdown), (html_path(config, spec), rendered.html)):
-        have = path.read_text(encoding="utf-8") if path.is_file() else ""
-        if have == wanted:
-            continue
-        stale.append(str(path))
-        if check:
-            (sys.stderr if quiet_diff else sys.stdout).writelines(difflib.unified_diff(
-                have.splitlines(keepends=True), wanted.splitlines(keepends=True),
-                fromfile=str(path), tofile=f"rendered from {spec.path}"))
-            console.error(f"out of date: {path}; run `cudalab handout {spec.name}`")
-        else:
-            report.atomic_write_text(path, wanted)
-            console.info(f"wrote {path}")
-    if not stale:
-        console.info(f"{spec.name}: the handout is up to date")
-    return {"schema": "cudalab.handout/1", "lab": spec.name, "path": str(handout_path(config, spec)),
-            "html_path": str(html_path(config, spec)), "checked_only": check,
-            "out_of_date" if check else "written": stale}
-
-
-def main(args: argparse.Namespace, config: Config) -> int:
-    names = labs.available_labs(config.root) if args.lab == ALL else [args.lab]
-    specs = [labs.load_lab(config, name) for name in names]
-    done = [_one_lab(config, spec, bool(args.check), bool(args.json)) for spec in specs]
-    if args.json:
-        print(json.dumps(done[0] if args.lab != ALL else {"schema": "cudalab.handout/1", "labs": done}, indent=2))
-    stale = any(d.get("out_of_date") for d in done)
-    return 1 if stale else 0

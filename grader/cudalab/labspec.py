@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from . import images
+from .catalogue import BASE_LIBRARIES, BASE_TITLES, LIBRARIES
 
 try:  # Python 3.11+
     import tomllib
@@ -106,11 +107,8 @@ class Scoring:
 
 @dataclass(frozen=True)
 class Forbidden:
-    library: str  # a key of forbidden.LIBRARIES
+    library: str  # a key of catalogue.LIBRARIES
     why: str      # what the student reads: why this lab does not allow it
-
-
-DEFAULT_LIBRARIES = ("cuda_runtime", "cxx_standard")  # libraries.BASE_LIBRARIES: what every lab allows
 
 
 @dataclass(frozen=True)
@@ -119,7 +117,7 @@ class HandInRules:
     forbidden: tuple[Forbidden, ...] = ()  # libraries the handout names, each with why the lab refuses it
     # What a submission may use (lab.toml [handin] libraries): its compile sees no other
     # library's headers and its runs load no other CUDA library (libraries.py).
-    libraries: tuple[str, ...] = DEFAULT_LIBRARIES
+    libraries: tuple[str, ...] = BASE_LIBRARIES
     smoke_cases: tuple[str, ...] = ()     # the small cases `cudalab check` runs
     sanitizer_cases: tuple[str, ...] = ()  # the cases compute-sanitizer runs
     sanitizer_points: float = 0.0         # points a grade takes off for sanitizer errors (0: report only)
@@ -129,12 +127,11 @@ class HandInRules:
         """Every catalogued library the lab does not allow, for the source and object checks:
         those [[handin.forbidden]] names, with their reasons, then the others, with a reason
         that says what the lab allows."""
-        from . import forbidden, libraries  # the catalogue
-        titles = [libraries.BASE_TITLES.get(k) or forbidden.LIBRARIES[k].title for k in self.libraries]
+        titles = [BASE_TITLES.get(k) or LIBRARIES[k].title for k in self.libraries]
         allowed = ", ".join(titles[:-1]) + (" and " if len(titles) > 1 else "") + titles[-1]
         named = {rule.library for rule in self.forbidden}
         others = tuple(Forbidden(key, f"this lab allows only {allowed}. Write this part yourself.")
-                       for key in forbidden.LIBRARIES if key not in named and key not in self.libraries)
+                       for key in LIBRARIES if key not in named and key not in self.libraries)
         return self.forbidden + others
 
 
@@ -513,16 +510,16 @@ def _smallest_cases(cases: tuple[Case, ...], count: int) -> tuple[str, ...]:
 
 
 def _allowed_libraries(value, where: str, catalogue) -> tuple[str, ...]:
-    """[handin] libraries: keys of the catalogue (forbidden.LIBRARIES) besides the two every
+    """[handin] libraries: keys of the catalogue (catalogue.LIBRARIES) besides the two every
     lab has, which must be listed too, so that the list reads as all a submission may use."""
-    known = [*DEFAULT_LIBRARIES, *catalogue]
+    known = [*BASE_LIBRARIES, *catalogue]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise LabSpecError(f"{where}: 'libraries' must be a list of library names (known: {', '.join(known)})")
     unknown = [v for v in value if v not in known]
     if unknown:
         raise LabSpecError(f"{where}: 'libraries' names {', '.join(unknown)}, which cudalab does not know "
                            f"(known: {', '.join(known)})")
-    missing = [v for v in DEFAULT_LIBRARIES if v not in value]
+    missing = [v for v in BASE_LIBRARIES if v not in value]
     if missing:
         raise LabSpecError(f"{where}: 'libraries' must include {' and '.join(missing)}: every lab's code "
                            "is compiled against them")
@@ -531,8 +528,6 @@ def _allowed_libraries(value, where: str, catalogue) -> tuple[str, ...]:
 
 def _handin(table, cases: tuple[Case, ...], scoring: Scoring, where: str) -> HandInRules:
     """The [handin] table: what `cudalab check` and `cudalab pack` hold a hand-in to."""
-    from . import forbidden  # the catalogue of libraries a lab can forbid
-
     where = f"{where} [handin]"
     if not isinstance(table, dict):
         raise LabSpecError(f"{where}: must be a table")
@@ -562,10 +557,10 @@ def _handin(table, cases: tuple[Case, ...], scoring: Scoring, where: str) -> Han
         if not isinstance(item, dict):
             raise LabSpecError(f"{at}: must be a table with 'library' and 'why'")
         library = _require(item, "library", str, at)
-        if library not in forbidden.LIBRARIES:
-            raise LabSpecError(f"{at}: unknown library '{library}' (known: {', '.join(sorted(forbidden.LIBRARIES))})")
+        if library not in LIBRARIES:
+            raise LabSpecError(f"{at}: unknown library '{library}' (known: {', '.join(sorted(LIBRARIES))})")
         rules.append(Forbidden(library, _require(item, "why", str, at)))
-    allowed = _allowed_libraries(table.get("libraries", list(DEFAULT_LIBRARIES)), where, forbidden.LIBRARIES)
+    allowed = _allowed_libraries(table.get("libraries", list(BASE_LIBRARIES)), where, LIBRARIES)
     both = [rule.library for rule in rules if rule.library in allowed]
     if both:
         raise LabSpecError(f"{where}: {', '.join(both)} is both in 'libraries' (allowed) and in "

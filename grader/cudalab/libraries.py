@@ -32,11 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from .labspec import DEFAULT_LIBRARIES as BASE_LIBRARIES
-
-# What every lab allows: the CUDA runtime (with the headers it ships, cooperative groups
-# among them) and the C++ standard library (with libcu++'s cuda::std, its device form).
-BASE_TITLES = {"cuda_runtime": "the CUDA runtime", "cxx_standard": "the C++ standard library"}
+from .catalogue import LIBRARIES
 
 SCAN_ROOTS = ("/usr", "/opt")
 """Where the sandbox's view can show libraries from: /usr (with /usr/local, the toolkits
@@ -378,7 +374,6 @@ def library_reached(compiler_output: str, spec) -> str | None:
     """The library the lab does not allow that a failed compile of its submission reached:
     an #error stub's key, or a header folder it found empty (the include the compiler could
     not open, matched against the catalogue's include patterns)."""
-    from . import forbidden  # the catalogue's include patterns
     refused = {rule.library for rule in spec.handin.refused}
     key = hidden_library_in(compiler_output)
     if key in refused:
@@ -386,7 +381,7 @@ def library_reached(compiler_output: str, spec) -> str | None:
     for pattern in _MISSING_INCLUDE:
         for target in pattern.findall(compiler_output):
             for library in refused:
-                if any(re.search(p, target) for p in forbidden.LIBRARIES[library].includes):
+                if any(re.search(p, target) for p in LIBRARIES[library].includes):
                     return library
     return None
 
@@ -402,8 +397,7 @@ def machine_libraries(config) -> list[Found]:
 
 def lab_compile_covers(config, spec) -> list[tuple[Path, str]]:
     """The covers (compile_covers) for a compile of a submission to `spec`'s lab."""
-    from . import forbidden  # the titles
-    titles = {key: library.title for key, library in forbidden.LIBRARIES.items()}
+    titles = {key: library.title for key, library in LIBRARIES.items()}
     return compile_covers(machine_libraries(config), spec.handin.libraries, titles, _folder(config) / "stubs")
 
 

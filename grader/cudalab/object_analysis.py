@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import symbols
 from .config import GIB, KIB, MIB
 from .errors import GraderError
 from .sandbox import _bounded, format_bytes, run_process
@@ -304,8 +305,6 @@ def _strings_matching(data: bytes, patterns: Sequence[str], limit: int) -> list[
 
 
 def _analyse(request: dict) -> dict:
-    from . import symbols
-
     limits = request["limits"]
     data = _read_object(request["object"], limits["object_bytes"])
     try:

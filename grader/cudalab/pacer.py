@@ -56,8 +56,10 @@ def _kind(err: Exception) -> str:
 
 
 def session_in_process(channel: AuditorChannel, pace: Pace) -> SessionRun:
-    """One session of `channel` run by a pacer process; the channel's state (the sample
-    numbers, what it had read past a line) goes there and comes back."""
+    """channel.session(pace), run by a pacer process, so that the grader's clock never waits
+    for this process's other threads (a batch's builds and checks) to hand it the
+    interpreter; the channel's state (the sample numbers, what it had read past a line) goes
+    there and comes back."""
     state = {"number": channel.number, "buffer": channel.reader.buffer.decode("latin-1"), "pace": _pace_json(pace)}
     done = subprocess.run([sys.executable, "-m", "cudalab.pacer", str(channel.fd)], input=json.dumps(state),
                           capture_output=True, text=True, pass_fds=(channel.fd,), check=False)

@@ -97,6 +97,23 @@ def why_nothing_ran(run_json: dict | None) -> str | None:
     return message.strip().rstrip(".") if isinstance(message, str) and message.strip() else None
 
 
+def failure_reason(result: ProcessResult) -> str:
+    """Why a run of the submission went wrong, in words, with the first lines of stderr."""
+    head = result.stderr_head(4)
+    if result.status == "no_device":
+        reason = ("the program reported that there is no CUDA device (exit 4), although the "
+                  "reference solution ran on this GPU")
+    elif result.status == "usage":
+        reason = "the program rejected the grader's command line (exit 2)"
+    elif result.status == "internal":
+        reason = "the harness could not do its job (exit 6), for instance writing its output"
+    else:
+        reason = result.describe()
+    if result.status == "cuda_error" and head:
+        return head if head.lower().startswith("cuda error") else f"CUDA error: {head}"
+    return f"{reason}: {head}" if head and not result.timed_out and not result.oom_killed else reason
+
+
 def kept_bench_samples(run_json: dict | None) -> list[tuple[str, int]]:
     """(bench case, seed) of the timed sample a --bench run kept of each case, as its run
     JSON names them; entries without a usable seed are left out."""

@@ -28,8 +28,8 @@ through the sandbox's output cap and the student's file decides how long it is.
 
 This module uses the standard library only, because CMake runs it before anything is
 installed: ``python3 -m cudalab.symbols index --out FILE.json --harness-main OBJ
---official OBJ...`` (``check --index FILE.json OBJ`` judges one object by hand, and needs
-the grader's dependencies). The official side may keep nm: its files are instructor
+--official OBJ...`` (``python3 -m cudalab.symbol_check --index FILE.json OBJ`` judges one
+object by hand, and needs the grader's dependencies). The official side may keep nm: its files are instructor
 code, and nm runs here as a trusted process whose whole output is read.
 """
 from __future__ import annotations
@@ -431,44 +431,19 @@ def _parser() -> argparse.ArgumentParser:
     index.add_argument("--shared", nargs=2, action="append", metavar=("LIBRARY", "LABEL"),
                        help="a shared library the link uses (default: libc, libm, libgcc_s, "
                             "libstdc++, the CUDA driver stub)")
-    check = verbs.add_parser("check", help="judge a student's object against an index")
-    check.add_argument("--index", type=Path, required=True)
-    check.add_argument("object", type=Path)
-    check.add_argument("--name", help="the student's file name for the sentences (default: the object's)")
     return parser
-
-
-def _check_object(index: SymbolIndex, obj: Path, file_name: str) -> int:
-    """The `check` verb: read the object whole as a build does, print each violation's
-    sentence; 1 when there is one or the object is refused."""
-    # Not imported at the top: CMake's `index` runs with the standard library only.
-    from .errors import GraderError
-    from .object_analysis import ObjectRefused, analyse_object
-    try:
-        defined = analyse_object(obj).defined
-    except ObjectRefused as refused:
-        print(f"{file_name}'s object was refused: {refused.reason}.")
-        return 1
-    except GraderError as err:
-        raise SymbolToolError(str(err)) from None
-    violations = check_symbols(defined, index, file_name)
-    for violation in violations:
-        print(violation.sentence)
-    return 1 if violations else 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        if args.verb == "index":
-            runtime = ([(Path(p), label) for p, label in args.runtime] if args.runtime
-                       else default_runtime_archives())
-            shared = ([(Path(p), label) for p, label in args.shared] if args.shared
-                      else default_shared_libraries())
-            write_index(build_index(harness_main=args.harness_main, official_objects=args.official,
-                                    runtime_archives=runtime, shared_libraries=shared), args.out)
-            return 0
-        return _check_object(read_index(args.index), args.object, args.name or args.object.name)
+        runtime = ([(Path(p), label) for p, label in args.runtime] if args.runtime
+                   else default_runtime_archives())
+        shared = ([(Path(p), label) for p, label in args.shared] if args.shared
+                  else default_shared_libraries())
+        write_index(build_index(harness_main=args.harness_main, official_objects=args.official,
+                                runtime_archives=runtime, shared_libraries=shared), args.out)
+        return 0
     except (SymbolToolError, OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

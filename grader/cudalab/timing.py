@@ -286,12 +286,6 @@ class AuditorChannel:
                 break
         return run
 
-    def session_apart(self, pace: Pace) -> SessionRun:
-        """session(pace), run by a process of its own (`python -m cudalab.pacer`), so that
-        the grader's clock never waits for this process's other threads (a batch's builds
-        and checks) to hand it the interpreter."""
-        from . import pacer
-        return pacer.session_in_process(self, pace)
 
 
 # --- what a grade is scored on -----------------------------------------------------------

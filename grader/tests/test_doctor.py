@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cudalab import cli, doctor
+from cudalab.commands import doctor as commands_doctor
 from cudalab.config import Config
 from cudalab.doctor import Finding
 from cudalab.exit_codes import Cli
@@ -80,7 +81,7 @@ def test_a_machine_without_bubblewrap_is_told_what_to_install(tmp_path):
 
 
 def test_the_verb_prints_its_findings_and_exits_as_grade_would(monkeypatch, capsys):
-    monkeypatch.setattr(doctor, "examine", lambda config: lacking("GPU"))
+    monkeypatch.setattr(commands_doctor, "examine", lambda config: lacking("GPU"))
     assert cli.main(["doctor"]) == Cli.NO_DEVICE
     out = capsys.readouterr().out
     assert "NO  GPU: fine" in out and "to fix: do this" in out and "cudalab run: builds your code" in out

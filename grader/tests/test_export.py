@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import build, bundle, cli, export, handout, labs
+from cudalab import build, bundle, cli, export, labs
+from cudalab.commands import handout as handout_command
 from cudalab.config import Config, cuda_device_present
 from cudalab.errors import UsageError
 from cudalab.exit_codes import Cli
@@ -46,7 +47,7 @@ def course(tmp_path_factory) -> Path:
     root = repository_copy(tmp_path_factory.mktemp("course") / "repo")
     config = Config.load(env={}, root=root, preset="ci", work_dir=root / "work")
     for lab in labs.available_labs(root):
-        assert handout.main(argparse.Namespace(lab=lab, check=False, json=False), config) == 0
+        assert handout_command.main(argparse.Namespace(lab=lab, check=False, json=False), config) == 0
     return root
 
 

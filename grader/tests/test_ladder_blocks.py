@@ -10,6 +10,7 @@ import json
 import pytest
 
 from cudalab import cli, ladder
+from cudalab.commands import ladder as ladder_command
 from conftest import seal
 from picture_lab import make_picture_repo, write_picture_fake
 
@@ -129,7 +130,7 @@ def test_the_blocks_table_from_stored_run_json(tmp_path, capsys):
                                  seed=3, samples=30, warmup=5)
     assert result["device"] == {"name": "NVIDIA H100 80GB HBM3"} and result["all_correct"] is False
     assert result["cases"][1]["library"] is None
-    ladder._show_blocks(result)
+    ladder_command._show_blocks(result)
     captured = capsys.readouterr()
     assert [line.split() for line in captured.out.splitlines()] == [
         "pic: shared tile by block shape (30 samples per case, seed 3)".split(),

@@ -189,7 +189,7 @@ def test_a_shared_install_is_used_as_it_is(env, monkeypatch, capsys):
 def test_a_bench_case_too_large_for_the_gpu_is_shown_skipped_with_its_reason(env, capsys, monkeypatch):
     """On a small GPU the harness skips a bench case that cannot fit; run says why, and a
     run whose every case was skipped is 'cannot run here' (23), not a failure."""
-    from cudalab import run as run_module
+    from cudalab.commands import run as run_module
     skipped = {"name": "b_1000", "params": {"n": 1000}, "status": "skipped",
                "reason": "needs about 3.0 GiB of GPU memory, 1.9 GiB free on a laptop GPU"}
     row = run_module._bench_row(skipped, {})
@@ -201,7 +201,7 @@ def test_a_bench_case_too_large_for_the_gpu_is_shown_skipped_with_its_reason(env
 
 
 def test_a_driver_too_old_is_said_in_the_programs_words():
-    from cudalab import run as run_module
+    from cudalab.commands import run as run_module
     said = run_module.not_run_sentence({"reason": "driver_too_old", "message": "your NVIDIA driver supports CUDA up "
                                         "to 12.2, older than the CUDA 13.0 runtime: update the NVIDIA driver."})
     assert said.startswith("your NVIDIA driver supports CUDA up to 12.2") and "not a failure of your code" in said

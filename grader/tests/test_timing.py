@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from cudalab import pacer
 from cudalab.timing import (AuditorChannel, AuditorError, ChannelClosed, Floor, Pace, ProtocolError, RoundClock,
                             TooSlow, score_clock)
 
@@ -246,8 +247,8 @@ def test_the_auditor_falling_silent_is_the_graders_problem():
 def test_a_session_apart_is_a_session_and_the_channel_carries_on():
     auditor = FakeAuditor(honest)
     with auditor as channel:
-        first = channel.session_apart(pace(samples=10, keep=1))
-        second = channel.session_apart(pace(samples=10, keep=0, warmup=0, student=False))
+        first = pacer.session_in_process(channel, pace(samples=10, keep=1))
+        second = pacer.session_in_process(channel, pace(samples=10, keep=0, warmup=0, student=False))
     assert first.reference.timed == second.reference.timed == first.student.timed == 10
     assert len(first.reference.blank_ms) == len(second.reference.blank_ms) == 10 and second.student is None
     assert len(first.student.kept) == 1
@@ -257,12 +258,12 @@ def test_a_session_apart_is_a_session_and_the_channel_carries_on():
 
 def test_a_session_apart_applies_the_stop_rule_and_reports_each_kind_of_error():
     with FakeAuditor(honest) as channel:
-        run = channel.session_apart(pace(samples=100, keep=0, stop_when=TooSlow(limit=1.1, after=5)))
+        run = pacer.session_in_process(channel, pace(samples=100, keep=0, stop_when=TooSlow(limit=1.1, after=5)))
     assert run.student.stopped_early and run.student.timed == 5
     for line, error, program in (("breach 0 reference gave no answer to 'go 0' within 5 s", ProtocolError, "reference"),
                                  ("closed 0 reference", ChannelClosed, "reference"), ("nonsense", AuditorError, "")):
         with FakeAuditor(lambda w, say, line=line: say(line)) as channel, pytest.raises(error) as raised:
-            channel.session_apart(pace(keep=0))
+            pacer.session_in_process(channel, pace(keep=0))
         assert type(raised.value) is error and getattr(raised.value, "program", "") == program
 
 
@@ -273,7 +274,7 @@ def test_what_the_auditor_sent_past_a_line_is_not_lost_between_processes():
     channel.expect("attached student", 5.0)
     assert channel.reader.buffer == b"staged\nsealed 0 1.0\n"
     theirs.sendall(b"verified 0\nstaged\nsealed 1 1.0\nverified 1\n")  # the blank warm-up's
-    run = channel.session_apart(pace(warmup=1, samples=0, keep=0, student=False))
+    run = pacer.session_in_process(channel, pace(warmup=1, samples=0, keep=0, student=False))
     assert run.reference.timed == 0 and channel.number == 2 and channel.reader.buffer == b""
     ours.close()
     theirs.close()

@@ -12,9 +12,9 @@ import shlex
 import shutil
 from pathlib import Path
 
-from . import console, labs, starter
-from .config import Config
-from .errors import UsageError
+from .. import console, labs, starter
+from ..config import Config
+from ..errors import UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
