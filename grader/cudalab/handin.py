@@ -13,7 +13,6 @@ same caps.
 """
 from __future__ import annotations
 
-import difflib
 import gzip
 import hashlib
 import io
@@ -30,6 +29,7 @@ from pathlib import Path, PurePosixPath
 
 from .config import Config
 from .labspec import LabSpec
+from .names import near
 from .sdk import sha256_file
 
 README = "README.md"
@@ -587,20 +587,6 @@ def _file_sha256(path: Path, limit: int) -> tuple[str | None, int]:
 
 # --- what the lab takes -------------------------------------------------------------------
 
-def _near(name: str, candidates: list[str]) -> str | None:
-    lowered = {c.lower(): c for c in candidates}
-    if name.lower() in lowered:
-        return lowered[name.lower()]
-    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.75)
-    if close:
-        return close[0]
-    stem = PurePosixPath(name).stem.replace("_", "").replace("-", "").lower()
-    for candidate in candidates:
-        if PurePosixPath(candidate).stem.replace("_", "").replace("-", "").lower() == stem:
-            return candidate
-    return None
-
-
 def _takes(spec: LabSpec) -> str:
     return ", ".join(accepted_names(spec)) if spec.accepts_readme else ", ".join(spec.files)
 
@@ -628,7 +614,7 @@ def required_file_findings(hand_in: HandIn, spec: LabSpec) -> tuple[list[Finding
             explained.add(nested[0])
             continue
         others = [e.name for e in entries if e.name not in spec.files and not _is_litter(e.name)]
-        guess = _near(required, [PurePosixPath(o).name for o in others])
+        guess = near(required, [PurePosixPath(o).name for o in others])
         if guess is not None:
             where = next(o for o in others if PurePosixPath(o).name == guess)
             findings.append(Finding("files", "error", f"{where}: did you mean {required}? The {spec.name} "
@@ -672,7 +658,7 @@ def file_findings(hand_in: HandIn, spec: LabSpec) -> list[Finding]:
                                         f"answers, so no {README}; remove it (the hand-in is exactly: "
                                         f"{takes}).", README))
             continue
-        if spec.accepts_readme and _near(base, [README]) is not None and "/" not in entry.name:
+        if spec.accepts_readme and near(base, [README]) is not None and "/" not in entry.name:
             findings.append(Finding("files", "error", f"{entry.name}: did you mean {README}? Written "
                                     f"answers go in a file called exactly {README}.", entry.name))
             continue

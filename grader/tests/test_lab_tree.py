@@ -31,6 +31,19 @@ def run_cmake(*argv, cwd: Path) -> str:
     return done.stdout
 
 
+def copy_of_the_tree(tmp_path: Path) -> Path:
+    """What a configure of the whole project reads (TREE_PARTS), copied under tmp_path/tree."""
+    root = tmp_path / "tree"
+    for part in TREE_PARTS:
+        source = REPO_ROOT / part
+        if source.is_dir():
+            shutil.copytree(source, root / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            root.mkdir(exist_ok=True)
+            shutil.copy(source, root / part)
+    return root
+
+
 def regenerate(build_dir: Path) -> None:
     """What any build does first: re-run the configure if an input (or a watched glob) changed."""
     done = subprocess.run(["ninja", "-C", str(build_dir), "build.ninja"], capture_output=True, text=True, timeout=600)
@@ -88,15 +101,7 @@ def test_cudalab_find_labs_sees_a_lab_folder_added_after_the_first_configure(tmp
 
 @needs_cuda_toolchain
 def test_a_lab_folder_added_to_a_configured_tree_is_built_by_its_next_build(tmp_path):
-    root = tmp_path / "tree"
-    for part in TREE_PARTS:
-        source = REPO_ROOT / part
-        if source.is_dir():
-            shutil.copytree(source, root / part, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            root.mkdir(exist_ok=True)
-            shutil.copy(source, root / part)
-    build_dir = tmp_path / "build"
+    root, build_dir = copy_of_the_tree(tmp_path), tmp_path / "build"
     run_cmake("-S", root, "-B", build_dir, "-G", "Ninja", "-DCMAKE_CUDA_ARCHITECTURES=90",
               "-DCMAKE_BUILD_TYPE=Release", "-DCUDALAB_BUILD_TESTS=OFF", cwd=tmp_path)
     assert written_labs(build_dir) == REAL_LABS
@@ -119,15 +124,7 @@ def test_a_lab_folder_added_to_a_configured_tree_is_built_by_its_next_build(tmp_
 def test_a_labs_official_targets_build_nothing_of_other_labs_or_the_tests(tmp_path):
     """What `cudalab run LAB` or `grade LAB` builds first (build.official_targets): that
     lab's binaries and SDK, each of which writes its own manifest record."""
-    root = tmp_path / "tree"
-    for part in TREE_PARTS:
-        source = REPO_ROOT / part
-        if source.is_dir():
-            shutil.copytree(source, root / part, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            root.mkdir(exist_ok=True)
-            shutil.copy(source, root / part)
-    build_dir = tmp_path / "build"
+    root, build_dir = copy_of_the_tree(tmp_path), tmp_path / "build"
     run_cmake("-S", root, "-B", build_dir, "-G", "Ninja", "-DCMAKE_CUDA_ARCHITECTURES=90",
               "-DCMAKE_BUILD_TYPE=Release", "-DCUDALAB_BUILD_TESTS=ON", cwd=tmp_path)
     spec = labspec.load(root / "labs" / "vector_add" / "lab.toml")
