@@ -664,4 +664,19 @@ def file_findings(hand_in: HandIn, spec: LabSpec) -> list[Finding]:
             continue
         findings.append(Finding("files", "error", f"{entry.name} is not part of the {spec.name} hand-in; "
                                 f"remove it (the hand-in is exactly: {takes}).", entry.name))
-    return findings
+    return findings + written_answer_findings(hand_in, spec)
+
+
+def written_answer_findings(hand_in: HandIn, spec: LabSpec) -> list[Finding]:
+    """A warning (never a rejection) when the lab asks written questions and README.md, where
+    they are answered, is missing or empty: without it they earn no points."""
+    if not spec.questions:
+        return []
+    entry = hand_in.files().get(README)
+    asked = (f"the {spec.name} lab asks {len(spec.questions)} written question"
+             f"{'s' if len(spec.questions) > 1 else ''} (the handout's 'Written answers'), answered in {README}")
+    if entry is None:
+        return [Finding("files", "warning", f"{README} is missing: {asked}; without it they earn no points.")]
+    if entry.data is not None and not entry.data.strip():
+        return [Finding("files", "warning", f"{README} is empty: {asked}.", README)]
+    return []

@@ -10,6 +10,7 @@ This module uses the standard library only: CMake runs it before anything is ins
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -136,6 +137,15 @@ class HandInRules:
 
 
 @dataclass(frozen=True)
+class Question:
+    """A written question ([[questions]]): the student answers it in README.md, and the
+    instructor gives its points by hand (a column of the gradebook that a new run keeps)."""
+    id: str
+    text: str
+    points: float
+
+
+@dataclass(frozen=True)
 class LabSpec:
     path: Path
     name: str
@@ -160,6 +170,7 @@ class LabSpec:
     takes_block: bool = False  # the API takes a block shape; `--block WxH` chooses it ([lab] takes_block)
     items_model: str = "0"     # how many items (pixels, keys) a bench case processes ([bench] items_model)
     items_name: str = ""       # what they are called, for "G<items>/s" ([bench] items_name)
+    questions: tuple[Question, ...] = ()  # written questions, answered in README.md ([[questions]])
     raw: dict = field(repr=False, compare=False, default_factory=dict)
 
     @property
@@ -438,6 +449,7 @@ def load(path: str | Path) -> LabSpec:
         raise LabSpecError(f"{where} [scoring]: need 0 < full_marks_ratio < zero_marks_ratio")
 
     handin = _handin(raw.get("handin", {}), cases, scoring, where)
+    questions = _questions(raw.get("questions", []), handin, where)
     checker_gpu_cases = _checker_gpu_cases(raw.get("checker", {}), cases, bench_cases, where)
 
     return LabSpec(
@@ -449,7 +461,7 @@ def load(path: str | Path) -> LabSpec:
         bench_cases=bench_cases, byte_model=byte_model, flop_model=flop_model,
         baseline=bench.get("baseline", ""), ladder=ladder, scoring=scoring, handin=handin,
         checker_gpu_cases=checker_gpu_cases, takes_block=takes_block, items_model=items_model,
-        items_name=items_name, raw=raw)
+        items_name=items_name, questions=questions, raw=raw)
 
 
 def _time_limit(value, where: str) -> float:
@@ -524,6 +536,33 @@ def _allowed_libraries(value, where: str, catalogue) -> tuple[str, ...]:
         raise LabSpecError(f"{where}: 'libraries' must include {' and '.join(missing)}: every lab's code "
                            "is compiled against them")
     return tuple(dict.fromkeys(value))
+
+
+def _questions(tables, handin: HandInRules, where: str) -> tuple[Question, ...]:
+    """[[questions]]: each with a plain `id`, its `text` and its `points` (0 or more), answered
+    in README.md, so the lab must take one ([handin] readme = true)."""
+    if not isinstance(tables, list):
+        raise LabSpecError(f"{where} [[questions]]: must be an array of tables")
+    questions = []
+    for i, table in enumerate(tables):
+        at = f"{where} questions[{i}]"
+        if not isinstance(table, dict):
+            raise LabSpecError(f"{at}: must be a table with 'id', 'text' and 'points'")
+        unknown = set(table) - {"id", "text", "points"}
+        if unknown:
+            raise LabSpecError(f"{at}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}")
+        ident = _require(table, "id", str, at)
+        if not re.fullmatch(r"[a-z][a-z0-9_]{0,31}", ident):
+            raise LabSpecError(f"{at}: id '{ident}' must be a short lowercase name (letters, digits, '_')")
+        if ident in {q.id for q in questions}:
+            raise LabSpecError(f"{at}: id '{ident}' is used twice")
+        points = table.get("points")
+        if isinstance(points, bool) or not isinstance(points, (int, float)) or points < 0:
+            raise LabSpecError(f"{at}: 'points' must be a number of points, 0 or more")
+        questions.append(Question(ident, _require(table, "text", str, at).strip(), float(points)))
+    if questions and not handin.accepts_readme:
+        raise LabSpecError(f"{where}: [[questions]] are answered in README.md, so [handin] needs readme = true")
+    return tuple(questions)
 
 
 def _handin(table, cases: tuple[Case, ...], scoring: Scoring, where: str) -> HandInRules:

@@ -164,3 +164,21 @@ def test_another_labs_archive_in_a_batch_grade_names_that_lab(tmp_path):
     assert result["message"].startswith(
         "cudalab-manifest.json says this hand-in is for the lab 'reduction', but it is being checked as "
         "vector_add. Pack it again for the right lab. vector_add.cu is missing.")
+
+
+# --- written answers ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("readme, said", [(None, "README.md is missing: the sobel lab asks 2 written questions"),
+                                          (b"  \n", "README.md is empty"), (b"I tried 32x8 and 16x16.\n", None)])
+def test_a_lab_with_written_questions_warns_when_its_readme_is_missing_or_empty(tmp_path, readme, said):
+    config = repo_config(tmp_path)
+    spec = labs.load_lab(config, "sobel")
+    folder = tmp_path / "handin"
+    folder.mkdir()
+    (folder / "sobel.cu").write_text("// my kernels\n")
+    if readme is not None:
+        (folder / "README.md").write_bytes(readme)
+    findings = handin.file_findings(handin.read_hand_in(folder, spec, config), spec)
+    warned = [f.message for f in findings if f.severity == "warning" and "README.md" in f.message]
+    assert not [f for f in findings if f.severity == "error"]
+    assert (warned == []) if said is None else (len(warned) == 1 and warned[0].startswith(said))

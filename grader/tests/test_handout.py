@@ -136,6 +136,20 @@ def test_the_sobel_handout_names_the_bench_photograph_and_the_older_calibration(
     assert "`v2_16384` with pattern=1 (now pattern=2, tiles=chelsea)" in text
 
 
+
+def test_a_labs_written_questions_are_in_its_handout_with_their_points():
+    spec = labspec.load(REPO / "labs" / "sobel" / "lab.toml")
+    text = handout.render_handout(spec)
+    assert "Hand in `sobel.cu` and `README.md` with your written answers (below), nothing else" in text
+    section = text.split("## Written answers (README.md)", 1)[1].split("\n## ", 1)[0]
+    for number, question in enumerate(spec.questions, start=1):
+        assert f"{number}. ({question.points:g} points) {question.text}" in section
+    assert "`cudalab check` warns when `README.md` is missing" in section
+    # A student can do what the questions ask with the student's own verbs (no ladder, no solution).
+    assert "cudalab ladder" not in section and "cudalab run sobel . --bench --block" in section
+    vector_add = handout.render_handout(labspec.load(REPO / "labs" / "vector_add" / "lab.toml"))
+    assert "Written answers" not in vector_add and "`vector_add.cu` and nothing else" in vector_add
+
 def test_the_page_escapes_whatever_lab_toml_says(tmp_path):
     hostile = (TOY_LAB_TOML
                .replace('title = "Toy lab"', 'title = "Toy <script>alert(1)</script> & co"\n'

@@ -260,3 +260,38 @@ def test_the_kept_samples_of_each_round(tmp_path, rounds, exact, kept, expected)
     scoring = load_text(tmp_path, TOY_LAB_TOML).scoring
     scoring = labspec.Scoring(**{**scoring.__dict__, "kept_samples": kept})
     assert [scoring.kept_in_round(n, rounds, 2, exact) for n in range(1, rounds + 1)] == expected
+
+
+QUESTIONS = """
+[[questions]]
+id = "blocks"
+text = "What did more blocks do?"
+points = 5
+
+[[questions]]
+id = "work"
+text = "What did more work per thread do?"
+points = 2.5
+"""
+
+
+def test_written_questions_load_with_their_points(tmp_path):
+    spec = load_text(tmp_path, TOY_LAB_TOML + HANDIN + QUESTIONS)
+    assert [(q.id, q.points) for q in spec.questions] == [("blocks", 5.0), ("work", 2.5)]
+    assert spec.questions[0].text == "What did more blocks do?"
+    assert load_text(tmp_path, TOY_LAB_TOML).questions == ()
+    sobel = labspec.load(REPO_ROOT / "labs" / "sobel" / "lab.toml")
+    assert sobel.accepts_readme and len(sobel.questions) >= 2  # the lab sheet's extra credit
+
+
+@pytest.mark.parametrize("text, expected", [
+    (TOY_LAB_TOML + QUESTIONS, "[[questions]] are answered in README.md, so [handin] needs readme = true"),
+    (TOY_LAB_TOML + HANDIN + QUESTIONS.replace('id = "work"', 'id = "blocks"'), "id 'blocks' is used twice"),
+    (TOY_LAB_TOML + HANDIN + QUESTIONS.replace('id = "work"', 'id = "Work More"'), "must be a short lowercase name"),
+    (TOY_LAB_TOML + HANDIN + QUESTIONS.replace("points = 2.5", "points = -1"), "'points' must be a number"),
+    (TOY_LAB_TOML + HANDIN + QUESTIONS.replace("points = 2.5", "points = 2\nmarks = 3"), "unknown key marks"),
+])
+def test_written_question_errors_are_sentences(tmp_path, text, expected):
+    with pytest.raises(labspec.LabSpecError) as err:
+        load_text(tmp_path, text)
+    assert expected in str(err.value)

@@ -20,8 +20,9 @@
 //
 // Block shapes (the extra credit). Both functions take the block shape to launch with:
 // block.x == 0 means "your choice"; otherwise block.x * block.y threads, a multiple of
-// 32. Try `cudalab ladder sobel --blocks 16x16,32x8,64x4,128x2` and explain in README.md
-// what more threads, more blocks or more work per thread did.
+// 32. Time yours with `cudalab run sobel . --bench --block 16x16` (then 32x8, 64x4,
+// 128x2, ...) and answer the handout's written questions in README.md: what more
+// threads, more blocks or more work per thread did.
 //
 // Build and run:   cudalab run sobel .           (checks every test case)
 //                  cudalab run sobel . --bench   (times both versions against NPP)
