@@ -309,6 +309,9 @@ def begin_job(config: Config, spec: LabSpec, job: Job, scratch: Path, allow_unis
         pending = grade.begin(config, spec.name, folder, allow_unisolated=allow_unisolated,
                               bring_official_up_to_date=False)
     set_submission(pending.result, job)
+    answers = handin.written_answers(hand_in, spec)
+    if answers is not None:
+        pending.result["written_answers"] = answers  # read by the instructor, pointed by hand
     return pending, folder
 
 
@@ -467,7 +470,8 @@ def publish_outputs(plan: Plan, started_at: str, executor) -> dict:
                         for s in plan.missing]}
     info["exit_code"] = exit_code(rows, unwritten)
     paths = publish.write_class(plan.store.out, plan.spec.name, plan.spec.title, rows, info,
-                                points_possible=scoring.zero(plan.spec.scoring).total_max)
+                                points_possible=scoring.zero(plan.spec.scoring).total_max,
+                                questions=plan.spec.questions)
     return {"info": info, "paths": {k: str(v) for k, v in paths.items()}}
 
 

@@ -667,6 +667,25 @@ def file_findings(hand_in: HandIn, spec: LabSpec) -> list[Finding]:
     return findings + written_answer_findings(hand_in, spec)
 
 
+WRITTEN_ANSWERS_MAX_BYTES = 64 * 1024  # what a grade keeps of README.md: pages of prose, not a dump
+
+
+def written_answers(hand_in: HandIn, spec: LabSpec) -> dict | None:
+    """What a grade keeps for the instructor where the lab asks written questions: the
+    questions, and README.md's text as the student wrote it (None when there is none), cut
+    at WRITTEN_ANSWERS_MAX_BYTES. Only ever shown as text, never rendered."""
+    if not spec.questions:
+        return None
+    entry = hand_in.files().get(README)
+    text = None
+    if entry is not None and entry.data is not None:
+        text = entry.data[:WRITTEN_ANSWERS_MAX_BYTES].decode("utf-8", errors="replace")
+        if len(entry.data) > WRITTEN_ANSWERS_MAX_BYTES:
+            text += f"\n[cut at {WRITTEN_ANSWERS_MAX_BYTES // 1024} KiB]"
+    return {"readme": text,
+            "questions": [{"id": q.id, "text": q.text, "points": q.points} for q in spec.questions]}
+
+
 def written_answer_findings(hand_in: HandIn, spec: LabSpec) -> list[Finding]:
     """A warning (never a rejection) when the lab asks written questions and README.md, where
     they are answered, is missing or empty: without it they earn no points."""

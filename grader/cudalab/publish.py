@@ -584,10 +584,31 @@ def _row_message(entry: Entry) -> str:
     return _one_line(entry.result.get("message"), 500)
 
 
-def gradebook_csv(entries: list[Entry]) -> str:
-    """One row per student (GRADEBOOK_COLUMNS), sorted by id. Grade cells are blank where the
-    outcome is not the student's grade (pending, not run, a grader error)."""
-    rows = [list(GRADEBOOK_COLUMNS)]
+def written_columns(questions) -> list[str]:
+    """The gradebook's columns for the instructor's points on each written question
+    ([[questions]] of lab.toml): "written <id> (<points>)", blank until the instructor fills
+    them in; a later run keeps what is there (kept_written)."""
+    return [f"written {q.id} ({q.points:g})" for q in questions]
+
+
+def kept_written(path: Path, columns: list[str]) -> dict[str, dict[str, str]]:
+    """The written-answer cells an instructor filled in an earlier gradebook.csv at `path`:
+    student -> column -> cell, for `columns` only; nothing when there is no readable one."""
+    try:
+        rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return {}
+    return {row["student"]: {c: row[c] for c in columns if row.get(c)} for row in rows
+            if isinstance(row.get("student"), str)}
+
+
+def gradebook_csv(entries: list[Entry], questions=(), kept: dict[str, dict[str, str]] | None = None) -> str:
+    """One row per student (GRADEBOOK_COLUMNS, then a column per written question), sorted by
+    id. Grade cells are blank where the outcome is not the student's grade (pending, not run,
+    a grader error); written-answer cells are the instructor's, from `kept`."""
+    written = written_columns(questions)
+    kept = kept or {}
+    rows = [list(GRADEBOOK_COLUMNS) + written]
     shared = _sharing(entries)
     for entry in entries:
         score = entry.score or {}
@@ -596,7 +617,8 @@ def gradebook_csv(entries: list[Entry]) -> str:
                      entry.status, _number(score.get("correctness")), _number(score.get("performance")),
                      _number(score.get("total")), _number(score.get("total_max")),
                      "" if ratio is None else f"{ratio:.4g}",
-                     ";".join(kind for kind, _ in flags_of(entry, shared)), _row_message(entry)])
+                     ";".join(kind for kind, _ in flags_of(entry, shared)), _row_message(entry)]
+                    + [kept.get(entry.student, {}).get(column, "") for column in written])
     return _csv(rows)
 
 
@@ -792,6 +814,13 @@ def summary_page(lab: str, lab_title: str, entries: list[Entry], batch_info: dic
                  "total_max": report.points_text(e.score.get("total_max")) if e.score else "",
                  "ratio": f"{ratio_of(e.result):.3g}" if e.counts and ratio_of(e.result) is not None else "",
                  "flags": ", ".join(FLAG_WORDS[kind] for kind, _ in flags_of(e, shared))} for e in entries]
+    # Written answers (README.md, where the lab asks questions): who handed them in, with a
+    # link to the feedback that shows them; their points are gradebook.csv's written columns.
+    answered = [(e, (e.result or {}).get("written_answers")) for e in entries if e.state != "pending"]
+    answered = [(e, a) for e, a in answered if isinstance(a, dict)]
+    written = {"asked": len(answered),
+               "with": [{"student": e.student, "link": _link(e)} for e, a in answered if a.get("readme")],
+               "without": [e.student for e, a in answered if not a.get("readme")]}
     missing = batch_info.get("missing") or []
     if not isinstance(missing, list) or not all(isinstance(m, dict) for m in missing):
         raise PublishError("batch_info's missing must be a list of roster students (student, name).")
@@ -801,7 +830,7 @@ def summary_page(lab: str, lab_title: str, entries: list[Entry], batch_info: dic
         "finished_at": batch_info.get("finished_at"),
         "gpu": batch_info.get("gpu"), "counts": counts,
         "score_plot": score_plot, "score_note": score_note, "ratio_plot": ratio_plot, "ratio_note": ratio_note,
-        "timed": len(timed),
+        "timed": len(timed), "written": written,
         "failures": [{"key": key, "word": FAILURE_REASONS[key], "count": sum(map(len, failures[key].values())),
                       "details": [{"detail": detail, "students": students}
                                   for detail, students in failures[key].items()]}
@@ -818,7 +847,7 @@ def summary_page(lab: str, lab_title: str, entries: list[Entry], batch_info: dic
 
 
 def write_class(out_dir: Path, lab: str, lab_title: str, entries: list[dict], batch_info: dict,
-                *, points_possible: float | None = None) -> dict[str, Path]:
+                *, points_possible: float | None = None, questions=()) -> dict[str, Path]:
     """Write out_dir/gradebook.csv, canvas.csv, cases.csv and summary.html (each atomically; the
     plots are inside summary.html) and return their paths.
 
@@ -826,7 +855,9 @@ def write_class(out_dir: Path, lab: str, lab_title: str, entries: list[dict], ba
     "finished_at", "gpu" (shown on the page), "complete" (False while hand-ins are pending),
     "counts" (the batch's own tally; the page counts the entries itself), "missing" (the
     roster's students with no hand-in: {"student", "name"} each). points_possible:
-    Canvas's Points Possible, where no result says it (no hand-in has a grade): the lab's."""
+    Canvas's Points Possible, where no result says it (no hand-in has a grade): the lab's.
+    questions: the lab's written questions, whose points the instructor writes into
+    gradebook.csv; what an earlier gradebook.csv holds there is kept."""
     if not isinstance(batch_info, dict):
         raise PublishError(f"batch_info must be a mapping (started_at, finished_at, gpu, complete), "
                            f"not {type(batch_info).__name__}.")
@@ -834,7 +865,8 @@ def write_class(out_dir: Path, lab: str, lab_title: str, entries: list[dict], ba
     out_dir = Path(out_dir)
     paths = {"gradebook": out_dir / GRADEBOOK_FILE, "canvas": out_dir / CANVAS_FILE,
              "cases": out_dir / CASES_FILE, "summary": out_dir / SUMMARY_FILE}
-    texts = {"gradebook": gradebook_csv(checked),
+    kept = kept_written(paths["gradebook"], written_columns(questions)) if questions else {}
+    texts = {"gradebook": gradebook_csv(checked, questions, kept),
              "canvas": canvas_csv(checked, lab_title, points_possible),
              "cases": cases_csv(checked),
              "summary": summary_page(lab, lab_title, checked, batch_info)}

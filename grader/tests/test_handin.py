@@ -182,3 +182,19 @@ def test_a_lab_with_written_questions_warns_when_its_readme_is_missing_or_empty(
     warned = [f.message for f in findings if f.severity == "warning" and "README.md" in f.message]
     assert not [f for f in findings if f.severity == "error"]
     assert (warned == []) if said is None else (len(warned) == 1 and warned[0].startswith(said))
+
+
+def test_a_grade_keeps_the_written_answers_as_text_and_within_a_cap(tmp_path):
+    config = repo_config(tmp_path)
+    sobel, vector_add = labs.load_lab(config, "sobel"), labs.load_lab(config, "vector_add")
+    folder = tmp_path / "handin"
+    folder.mkdir()
+    (folder / "sobel.cu").write_text("// my kernels\n")
+    (folder / "README.md").write_bytes(b"32x8 was fastest.\n" + b"x" * handin.WRITTEN_ANSWERS_MAX_BYTES)
+    kept = handin.written_answers(handin.read_hand_in(folder, sobel, config), sobel)
+    assert [q["id"] for q in kept["questions"]] == [q.id for q in sobel.questions]
+    assert kept["readme"].startswith("32x8 was fastest.\n") and kept["readme"].endswith("[cut at 64 KiB]")
+    assert len(kept["readme"]) < handin.WRITTEN_ANSWERS_MAX_BYTES + 100
+    (folder / "README.md").unlink()
+    assert handin.written_answers(handin.read_hand_in(folder, sobel, config), sobel)["readme"] is None
+    assert handin.written_answers(handin.read_hand_in(folder, vector_add, config), vector_add) is None

@@ -16,6 +16,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from cudalab import publish, report
+from cudalab.labspec import Question
 from grade_results import OUTCOMES, assert_matches_golden, class_entries, entry_for
 
 SCHEMA = Path(publish.__file__).parent / "schemas" / "gradescope_results.schema.json"
@@ -538,3 +539,64 @@ def test_canvas_points_possible_are_the_results_own_before_the_labs(tmp_path):
     assert _rows(paths["canvas"])[1][5] == "100.00", "the grades are out of what their results say"
     paths, _ = _publish_class(tmp_path, [entry_for("s1", "not_run")], points_possible=120)
     assert _rows(paths["canvas"])[1][5] == "120.00", "no grade: the lab's maximum"
+
+
+# --- written answers ---------------------------------------------------------------------------
+
+QUESTIONS = (Question("blocks", "More blocks?", 5.0), Question("work", "More work per thread?", 2.5))
+
+
+def _answered(entries: list[dict], readmes: dict[str, str | None]) -> list[dict]:
+    for entry in entries:
+        if entry["student"] in readmes and entry.get("result"):
+            entry["result"]["written_answers"] = {
+                "readme": readmes[entry["student"]],
+                "questions": [{"id": q.id, "text": q.text, "points": q.points} for q in QUESTIONS]}
+    return entries
+
+
+def test_written_answers_reach_the_feedback_as_text_and_the_class_page(tmp_path):
+    hostile = "I used 32x8.\n<script>alert(1)</script> [x](http://evil.example)\n```\nstill my answer"
+    result = OUTCOMES["graded"]()
+    result["written_answers"] = {"readme": hostile,
+                                 "questions": [{"id": q.id, "text": q.text, "points": q.points} for q in QUESTIONS]}
+    markdown = report.render_feedback(result)
+    assert "## Your written answers" in markdown and "1. (5 points) More blocks?" in markdown
+    tokens = MarkdownIt("commonmark").enable("table").parse(markdown)
+    inline = [child for token in tokens for child in (token.children or [])]
+    assert not [t.type for t in tokens + inline if t.type in ("html_block", "html_inline", "link_open", "image")]
+    assert hostile + "\n" in [t.content for t in tokens if t.type == "fence"], "shown exactly as handed in"
+    result["written_answers"]["readme"] = None
+    assert "No README.md was handed in, so these questions earn no points." in report.render_feedback(result)
+
+    entries = _answered(class_entries(), {"s1000": "answers", "s1007": None})
+    paths, _ = _publish_class(tmp_path, entries, questions=QUESTIONS)
+    page = paths["summary"].read_text()
+    assert "Written answers (1 of 2)" in page and 'href="students/s1000/feedback.html">s1000</a>' in page
+    assert "No README.md: s1007." in page
+
+
+def test_the_instructors_points_for_written_answers_survive_a_later_run(tmp_path):
+    entries = _answered(class_entries(), {"s1000": "answers", "s1007": None})
+    paths, _ = _publish_class(tmp_path, entries, questions=QUESTIONS)
+    rows = list(csv.DictReader(io.StringIO(paths["gradebook"].read_text(), newline="")))
+    columns = ["written blocks (5)", "written work (2.5)"]
+    assert list(rows[0]) == list(publish.GRADEBOOK_COLUMNS) + columns
+    assert all(r[c] == "" for r in rows for c in columns), "blank until the instructor fills them in"
+    # The instructor gives points in the gradebook (a spreadsheet), then the batch runs again.
+    for row in rows:
+        if row["student"] == "s1000":
+            row.update({"written blocks (5)": "4", "written work (2.5)": "2.5"})
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    paths["gradebook"].write_text(out.getvalue())
+    paths, _ = _publish_class(tmp_path, entries, questions=QUESTIONS)
+    again = {r["student"]: r for r in csv.DictReader(io.StringIO(paths["gradebook"].read_text(), newline=""))}
+    assert (again["s1000"]["written blocks (5)"], again["s1000"]["written work (2.5)"]) == ("4", "2.5")
+    assert again["s1007"]["written blocks (5)"] == ""
+    # A lab without questions has no such columns.
+    paths, _ = _publish_class(tmp_path / "plain")
+    assert list(csv.DictReader(io.StringIO(paths["gradebook"].read_text(), newline="")).fieldnames) == \
+        list(publish.GRADEBOOK_COLUMNS)
