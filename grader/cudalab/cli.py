@@ -8,6 +8,7 @@ import argparse
 import importlib
 import json
 import os
+import re
 import sys
 import traceback
 
@@ -24,6 +25,15 @@ def _verb_module(name: str):
     return importlib.import_module(f"{__package__}.commands.{name}")
 
 
+def verb_summary(doc: str | None) -> str:
+    """A verb's line in `cudalab --help`: the first sentence of its module docstring, after
+    "`cudalab VERB`: ", whole even where it runs over the docstring's first line."""
+    paragraph = " ".join((doc or "").strip().split("\n\n", 1)[0].split())
+    text = paragraph.split(": ", 1)[-1]
+    end = re.search(r"\.(\s|$)", text)
+    return text[:end.start() + 1] if end else text
+
+
 def make_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true",
@@ -35,8 +45,7 @@ def make_parser() -> argparse.ArgumentParser:
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
     for name in bundle.offered_verbs(VERBS):
         module = _verb_module(name)
-        summary = (module.__doc__ or "").strip().splitlines()[0].split(": ", 1)[-1]
-        sub = verbs.add_parser(name, parents=[common], help=summary, description=module.__doc__,
+        sub = verbs.add_parser(name, parents=[common], help=verb_summary(module.__doc__), description=module.__doc__,
                                formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(sub)
     return parser
