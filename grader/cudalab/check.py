@@ -16,6 +16,7 @@ from .errors import CompileError, ForbiddenError, SubmissionError, UsageError
 from .exit_codes import Harness
 from .handin import Finding, HandIn, manifest_of
 from .labspec import LabSpec
+from .names import near
 from .runner import RUN, Runner, fresh_dir, read_untrusted_json, why_nothing_ran
 from .sandbox import scratch_root
 from .trees import remove_tree
@@ -76,6 +77,20 @@ def guess_lab(config: Config, path: Path) -> str | None:
         if set(spec.files) <= set(hand_in.files()):
             names.add(lab)
     return names.pop() if len(names) == 1 else None
+
+
+def lab_file_near_misses(config: Config, path: Path) -> list[str]:
+    """For a hand-in no lab could be told for: each of its files whose name is near a lab's
+    file ("vectoradd.cu: did you mean vector_add.cu (the vector_add lab)?")."""
+    said = []
+    for lab in labs.available_labs(config.root):
+        spec = labs.load_lab(config, lab)
+        present = [name for name in handin.read_hand_in(path, spec, config).files() if "/" not in name]
+        for required in spec.files:
+            guess = near(required, [name for name in present if name != required])
+            if guess is not None and required not in present:
+                said.append(f"{guess}: did you mean {required} (the {lab} lab)?")
+    return said
 
 
 # --- the checks -----------------------------------------------------------------------------
@@ -341,9 +356,10 @@ def check_hand_in(config: Config, path: Path, lab: str | None = None, *, run: bo
     False (the option a caller was given, in its own words)."""
     lab = lab or guess_lab(config, Path(path))
     if lab is None:
+        misses = lab_file_near_misses(config, Path(path))
         raise UsageError(f"Could not tell which lab {path} is for (it has no {MANIFEST} and does not "
-                         f"hold exactly one lab's files). Say which with --lab (labs: "
-                         f"{', '.join(labs.available_labs(config.root))}).")
+                         f"hold exactly one lab's files). " + "".join(m + " " for m in misses)
+                         + f"Say which with --lab (labs: {', '.join(labs.available_labs(config.root))}).")
     spec = labs.load_lab(config, lab)
     checking = HandInCheck(config, spec, Path(path), run=run, seed=seed, not_run_because=not_run_because)
     tmp = fresh_dir(scratch_root(config), f"check-{spec.name}")

@@ -19,6 +19,7 @@ import pytest
 
 from cudalab import check, cli, handin, labs
 from cudalab.config import Config
+from cudalab.errors import UsageError
 from cudalab.exit_codes import Cli
 from conftest import REPO_ROOT
 
@@ -462,3 +463,16 @@ def test_the_solution_passes_every_check_on_a_gpu(lab, tmp_path):
     text = check.render_receipt(receipt)
     assert receipt["accepted"], text
     assert [c["verdict"] for c in receipt["checks"]] == ["passed"] * len(check.CHECKS), text
+
+
+def test_a_misnamed_file_checked_without_lab_gets_the_near_miss(tmp_path):
+    """`cudalab check .` on a folder with vectoradd.cu: no lab can be told, and the sentence
+    says which file was probably meant, and for which lab, before asking for --lab."""
+    folder = tmp_path / "work_folder"
+    folder.mkdir()
+    (folder / "vectoradd.cu").write_bytes(good_source())
+    with pytest.raises(UsageError) as raised:
+        check.check_hand_in(repo_config(tmp_path), folder)
+    said = str(raised.value)
+    assert "vectoradd.cu: did you mean vector_add.cu (the vector_add lab)?" in said
+    assert said.index("did you mean") < said.index("Say which with --lab")
