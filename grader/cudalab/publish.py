@@ -613,7 +613,9 @@ def gradebook_csv(entries: list[Entry], questions=(), kept: dict[str, dict[str, 
     for entry in entries:
         score = entry.score or {}
         ratio = ratio_of(entry.result) if entry.counts else None
-        rows.append([entry.student, entry.handin_name, entry.sha256,
+        # The hand-in the grade is of: a hand-in changed since then is flagged, never shown
+        # with its new hash beside the old grade.
+        rows.append([entry.student, entry.handin_name, entry.graded_sha256 or entry.sha256,
                      entry.status, _number(score.get("correctness")), _number(score.get("performance")),
                      _number(score.get("total")), _number(score.get("total_max")),
                      "" if ratio is None else f"{ratio:.4g}",

@@ -259,6 +259,9 @@ def test_gradebook_has_one_row_per_student_in_id_order(tmp_path):
     assert by_id["s1021"]["total"] == "46.6667" and by_id["s1021"]["ratio"] == ""
     assert by_id["s1035"]["status"] == "compile_error" and by_id["s1035"]["total"] == "0"
     assert by_id["s1063"]["flags"] == "changed"
+    changed = next(e for e in entries if e["student"] == "s1063")
+    assert by_id["s1063"]["sha256"] == changed["graded_handin"] != changed["handin"]["sha256"], \
+        "the hash of the hand-in the grade is of, not of the one that replaced it"
     assert by_id["s1014"]["flags"] == "manifest_mismatch;timing" and by_id["s1056"]["flags"] == "sanitizer"
     pending = [r for r in rows if r["status"] == "pending"]
     assert len(pending) == 6 and all(r["total"] == r["correctness"] == r["ratio"] == "" for r in pending)
