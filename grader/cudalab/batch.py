@@ -154,12 +154,12 @@ def handin_key(student: str, handin_name: str, shared: bool) -> str:
 
 
 def discover(config: Config, spec: LabSpec, folder: Path,
-             roster: list[RosterStudent] | None = None) -> tuple[list[Job], list[dict]]:
+             roster: list[RosterStudent] | None = None, results: Path | None = None) -> tuple[list[Job], list[dict]]:
     """The hand-ins in `folder`, one job each, and the entries that were skipped (with why).
     The id comes from the name (and the roster): see identify(). A manifest that names
     another student, two hand-ins of one student, a hand-in of nobody on the roster and one
     over the intake's caps are graded and flagged (Job.flags; publish flags the hand-ins that
-    share a student)."""
+    share a student). `results`, the batch's own results folder, is never taken for a hand-in."""
     if not folder.is_dir():
         raise UsageError(f"{folder} is not a folder. Give the folder that holds one hand-in per student "
                          "(folders, .tar.gz or .zip archives).")
@@ -168,7 +168,8 @@ def discover(config: Config, spec: LabSpec, folder: Path,
     for path in sorted(folder.iterdir(), key=lambda p: p.name):
         if path.name.startswith("."):
             continue
-        why = _is_handin(path)
+        why = ("it is this batch's results folder (--out)" if results is not None and path.resolve() == results
+               else _is_handin(path))
         if why:
             skipped.append({"name": path.name, "reason": why})
             continue
@@ -385,7 +386,13 @@ class Plan:
 
 def make_plan(config: Config, spec: LabSpec, store: Store, handins: Path, regrade: list[str],
               regrade_changed: bool, allow_unisolated: bool, roster: list[RosterStudent] | None = None) -> Plan:
-    jobs, skipped = discover(config, spec, handins, roster)
+    results = store.out.resolve()
+    inside = results.relative_to(handins.resolve()) if results.is_relative_to(handins.resolve()) else None
+    if inside is not None and len(inside.parts) > 1:
+        raise UsageError(f"--out {store.out} is inside the hand-in {inside.parts[0]} of {handins}: the results "
+                         "would be read as part of that student's hand-in. Give a results folder outside "
+                         f"{handins}.")
+    jobs, skipped = discover(config, spec, handins, roster, results)
     if not jobs:
         raise UsageError(no_handins_sentence(handins, skipped))
     by_student = {job.student: job for job in jobs}

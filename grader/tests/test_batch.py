@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import batch, publish
+from cudalab import batch, labs, publish
+from cudalab.errors import UsageError
 
 DRIVER = Path(__file__).resolve().parent / "batch_driver.py"
 
@@ -441,3 +442,17 @@ def test_a_folder_without_hand_ins_is_refused_in_a_sentence(toy_config, tmp_path
     assert f"Found no hand-ins in {folder}: a batch grades one folder, or one .tar.gz, .tgz, .tar or .zip " \
         "archive, per student there" in stderr
     assert "Skipped: notes.txt (it is neither a folder nor" in stderr and "hand-ins graded" not in stderr
+
+
+def test_a_results_folder_inside_the_hand_ins_is_never_graded_as_a_student(toy_config, tmp_path):
+    spec = labs.load_lab(toy_config, "toy")
+    folder = tmp_path / "class"
+    folder.mkdir()
+    write_handin(folder, "alice", "folder", {})
+    (folder / "results" / "records").mkdir(parents=True)  # --out class/results, from an earlier run
+    jobs, skipped = batch.discover(toy_config, spec, folder, results=(folder / "results").resolve())
+    assert [job.student for job in jobs] == ["alice"]
+    assert {"name": "results", "reason": "it is this batch's results folder (--out)"} in skipped
+    store = batch.Store(folder / "alice" / "results")
+    with pytest.raises(UsageError, match="is inside the hand-in alice of .*Give a results folder outside"):
+        batch.make_plan(toy_config, spec, store, folder, [], False, False)
