@@ -13,8 +13,7 @@ from .calibration import Calibration
 from .config import Config
 from .errors import GraderError, UsageError
 from .labspec import LabSpec
-from .runner import Runner, fresh_dir
-from .sandbox import scratch_root
+from .runner import Runner, scratch_dir
 from .trees import remove_tree
 
 SCHEMA = "cudalab.calibrate/1"
@@ -68,7 +67,7 @@ def measure_reference(config: Config, spec: LabSpec, reference: dict, cases: lis
     """The reference over `cases`, run as the ladder runs a rung (ladder.bench_run): its run
     JSON, the checker's verdicts and the process result. Raises ladder.NoDeviceRun."""
     build.ensure_official(config, spec, (reference["implementation"], "checker"))
-    scratch = fresh_dir(scratch_root(config), "calibrate")
+    scratch = scratch_dir(config, "calibrate")
     try:
         runner = Runner(config, spec, scratch)
         return ladder.bench_run(runner, runner.official(reference["implementation"]), cases, samples=samples,

@@ -17,8 +17,7 @@ from .exit_codes import Harness
 from .handin import Finding, HandIn, manifest_of
 from .labspec import LabSpec
 from .names import near
-from .runner import RUN, Runner, fresh_dir, read_untrusted_json, why_nothing_ran
-from .sandbox import scratch_root
+from .runner import RUN, Runner, read_untrusted_json, scratch_dir, why_nothing_ran
 from .trees import remove_tree
 
 SCHEMA = "cudalab.receipt/1"
@@ -362,7 +361,7 @@ def check_hand_in(config: Config, path: Path, lab: str | None = None, *, run: bo
                          + f"Say which with --lab (labs: {', '.join(labs.available_labs(config.root))}).")
     spec = labs.load_lab(config, lab)
     checking = HandInCheck(config, spec, Path(path), run=run, seed=seed, not_run_because=not_run_because)
-    tmp = fresh_dir(scratch_root(config), f"check-{spec.name}")
+    tmp = scratch_dir(config, f"check-{spec.name}")
     try:
         checking.run(tmp)
     finally:

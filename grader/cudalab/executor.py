@@ -25,8 +25,7 @@ from .batch import begin_job, grader_failure_result
 from .config import Config
 from .errors import CudalabError, UsageError
 from .audit import AuditServer
-from .runner import fresh_dir
-from .sandbox import scratch_root
+from .runner import fresh_dir, scratch_dir
 from .trees import remove_tree
 
 
@@ -124,7 +123,7 @@ class LocalExecutor(Executor):
         except CudalabError:
             pass  # each grade reports it in its own result
         devices = self._probe(plan, reporter)
-        scratch = fresh_dir(scratch_root(config), f"batch-{spec.name}")
+        scratch = scratch_dir(config, f"batch-{spec.name}")
         # One auditor and one reference program per GPU serve the timing rounds of every grade there.
         servers = {gpu: AuditServer.for_lab(dataclasses.replace(config, gpu_device=gpu), spec,
                                             fresh_dir(scratch, "timing"))

@@ -20,8 +20,8 @@ from .config import Config
 from .errors import CompileError, CudalabError, GraderError, NoDeviceError, NotIsolatedError, SubmissionError
 from .exit_codes import Harness
 from .labspec import LabSpec
-from .runner import RUN, Runner, failure_reason, fresh_dir, read_untrusted_json, why_nothing_ran
-from .sandbox import ProcessResult, Sandbox, run_limits, scratch_root
+from .runner import RUN, Runner, failure_reason, fresh_dir, read_untrusted_json, scratch_dir, why_nothing_ran
+from .sandbox import ProcessResult, Sandbox, run_limits
 from .audit import AuditServer, ProgramPipes, read_ready
 from .scoring import case_points, score as compute_score, zero as zero_score
 from .status import Status
@@ -370,7 +370,7 @@ def probe_device(config: Config, spec: LabSpec) -> dict:
     """Whether the lab's reference solution runs on this machine's GPU (config.gpu_device),
     and what that GPU is: once per GPU for a batch, instead of once per grade. Raises
     NoDeviceError or GraderError as a grade's own probe would."""
-    tmp = fresh_dir(scratch_root(config), f"probe-{spec.name}")
+    tmp = scratch_dir(config, f"probe-{spec.name}")
     try:
         session = GradingSession(config, spec, Path(), secrets.randbits(63), tmp)
         session.probe_device()
@@ -489,7 +489,7 @@ def begin(config: Config, lab: str, folder: Path, seed: int | None = None,
         with _phase(result, "official_build"):
             if bring_official_up_to_date:
                 build.ensure_official(config, spec)
-        pending.tmp = fresh_dir(scratch_root(config), f"grade-{spec.name}")
+        pending.tmp = scratch_dir(config, f"grade-{spec.name}")
         try:
             with _phase(result, "build"):
                 built = build.build_submission(config, spec, Path(folder), pending.tmp / "submission")
@@ -568,7 +568,7 @@ def grade(config: Config, lab: str, folder: Path, seed: int | None = None,
         return finish(begin(config, lab, folder, seed, allow_unisolated), attachments_to)
     official_s = time.perf_counter() - started
     probe: dict = {}
-    timing_scratch = fresh_dir(scratch_root(config), f"timing-{spec.name}")
+    timing_scratch = scratch_dir(config, f"timing-{spec.name}")
 
     def probe_beside() -> None:
         began = time.perf_counter()

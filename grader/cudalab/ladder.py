@@ -15,8 +15,7 @@ from .errors import GraderError, UsageError
 from .exit_codes import Harness
 from .labspec import LabSpec
 from .run import items_name
-from .runner import RUN, Runner, fresh_dir, kept_bench_samples, read_untrusted_json
-from .sandbox import scratch_root
+from .runner import RUN, Runner, kept_bench_samples, read_untrusted_json, scratch_dir
 from .trees import remove_tree
 
 SCHEMA = "cudalab.ladder/1"
@@ -98,7 +97,7 @@ def run_ladder(config: Config, spec: LabSpec, args: argparse.Namespace) -> dict:
     seed = args.seed if args.seed is not None else secrets.randbits(63)
 
     per_rung = []
-    scratch = fresh_dir(scratch_root(config), "ladder")
+    scratch = scratch_dir(config, "ladder")
     try:
         runner = Runner(config, spec, scratch)
         for rung, implementation in zip(spec.ladder, implementations):
@@ -215,7 +214,7 @@ def run_blocks(config: Config, spec: LabSpec, args: argparse.Namespace) -> dict:
     build.ensure_official(config, spec, (implementation, "checker"))
     seed = args.seed if args.seed is not None else secrets.randbits(63)
     outcomes = []
-    scratch = fresh_dir(scratch_root(config), "ladder")
+    scratch = scratch_dir(config, "ladder")
     try:
         runner = Runner(config, spec, scratch)
         binary = runner.official(implementation)

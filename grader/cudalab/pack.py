@@ -19,8 +19,7 @@ from . import __version__, build, check, handin, report
 from .config import Config
 from .errors import SubmissionError
 from .labspec import LabSpec
-from .runner import fresh_dir
-from .sandbox import scratch_root
+from .runner import scratch_dir
 from .trees import remove_tree
 
 # Names of the folder looked at (for the near miss of a misnamed file and the left-out line).
@@ -145,7 +144,7 @@ def pack_folder(config: Config, spec: LabSpec, folder: Path, out: Path, student:
     packed = Packed(take_lab_files(config, spec, folder, out))
     if packed.taken.problems:
         return packed
-    staged_root = fresh_dir(scratch_root(config), f"pack-{spec.name}")
+    staged_root = scratch_dir(config, f"pack-{spec.name}")
     try:
         staged = staged_root / "hand-in"
         staged.mkdir()

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import re
+import socket
 import stat
 import subprocess
 import tempfile
@@ -24,8 +25,9 @@ from .config import Config
 from .errors import GraderError
 from .exit_codes import Harness
 from .labspec import LabSpec
-from .sandbox import Bind, ProcessResult, Sandbox, run_limits, toolchain_roots
+from .sandbox import Bind, ProcessResult, Sandbox, run_limits, scratch_root, toolchain_roots
 from .sdk import Manifest, ManifestError
+from .trees import remove_tree
 
 RUN = "/cudalab/run"
 BIN = "/cudalab/bin"
@@ -42,6 +44,59 @@ def fresh_dir(parent: Path, stem: str) -> Path:
     if os.geteuid() == 0:
         folder.chmod(0o711)
     return folder
+
+
+def _owner_tag() -> str:
+    """This process's mark on the scratch folders it makes: its host and pid."""
+    host = re.sub(r"[^A-Za-z0-9-]", "", socket.gethostname())[:32] or "host"
+    return f"@{host}@p{os.getpid()}"
+
+
+_OWNED = re.compile(r"@(?P<host>[A-Za-z0-9-]{1,32})@p(?P<pid>\d+)-")  # '@' is in no stem and no host
+
+
+def _process_is_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # someone else's, alive
+    return False
+
+
+def remove_abandoned(root: Path) -> list[str]:
+    """Remove the scratch folders in `root` left by a grader process of this host that is
+    gone (a batch killed with SIGKILL, a machine that lost power): folders named by
+    scratch_dir() whose pid no longer runs here. Folders of other hosts (a shared work folder)
+    and of live processes are left alone. Returns the names removed."""
+    host, removed = _owner_tag().split("@")[1], []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return removed
+    for entry in entries:
+        owned = _OWNED.search(entry.name)
+        if owned is None or owned["host"] != host or not entry.is_dir(follow_symlinks=False):
+            continue
+        if int(owned["pid"]) != os.getpid() and _process_is_gone(int(owned["pid"])):
+            remove_tree(Path(entry.path))
+            removed.append(entry.name)
+    return removed
+
+
+_swept: set[str] = set()
+
+
+def scratch_dir(config: Config, stem: str) -> Path:
+    """A new folder for one command's work in the scratch root (sandbox.scratch_root), named
+    with this host and pid; the first one a process makes also removes what processes of
+    this host that are gone left behind there (remove_abandoned)."""
+    root = scratch_root(config)
+    if str(root) not in _swept:
+        _swept.add(str(root))
+        remove_abandoned(root)
+    return fresh_dir(root, f"{stem}{_owner_tag()}")
 
 
 def read_untrusted_json(path: Path, limit: int = _JSON_LIMIT) -> dict | None:

@@ -75,7 +75,7 @@ from . import batch, build, console, grade, labs, report, safe_files
 from .config import Config
 from .errors import CudalabError, UsageError
 from .executor import Executor
-from .runner import fresh_dir
+from .runner import scratch_dir
 from .sandbox import scratch_root
 from .trees import remove_tree
 
@@ -437,7 +437,7 @@ def _on_this_node(config: Config, state: dict) -> tuple[Config, Path, Path]:
     node_work = safe_files.private_folder(safe_files.process_temp_root(passable=passable, keep=config.keep_temp)
                                           / "work", "work folder", passable=passable)
     config = dataclasses.replace(config, work_dir=node_work)
-    local = fresh_dir(scratch_root(config), "grade")
+    local = scratch_dir(config, "grade")
     os.rmdir(local)  # copy_tree makes it, from nothing
     try:
         safe_files.copy_tree(shared, local)

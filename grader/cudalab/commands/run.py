@@ -32,8 +32,8 @@ from ..errors import UsageError
 from ..exit_codes import Harness
 from ..run import (block_argument, calibration_comparison, checker_verdicts, difference_images, exit_status,
                    feedback_dir, giga_per_s, items_name, require_takes_block, resolve_target, save_images)
-from ..runner import RUN, Runner, fresh_dir, read_untrusted_json, why_nothing_ran
-from ..sandbox import ProcessResult, scratch_root
+from ..runner import RUN, Runner, read_untrusted_json, scratch_dir, why_nothing_ran
+from ..sandbox import ProcessResult
 from ..trees import remove_tree
 
 
@@ -151,7 +151,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
         if args.save_images.exists() and not args.save_images.is_dir():
             raise UsageError(f"--save-images {args.save_images}: that is a file; give a folder (it is made if missing).")
         images.require_pillow()
-    scratch = fresh_dir(scratch_root(config), "run")
+    scratch = scratch_dir(config, "run")
     try:
         runner = Runner(config, spec, scratch)
         if not runner.sandbox.isolation.official:
