@@ -1,0 +1,81 @@
+"""docs/extending.md's recipes, done as they are written (the lab recipe is done by
+test_lab_tree.py): here, an executor added as the recipe says grades a batch exactly as the
+local executor does."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from cudalab import batch, build, cli, executors, grade
+from cudalab.executor import Executor
+from cudalab.runner import scratch_dir
+from cudalab.trees import remove_tree
+from test_batch import outcome, records, run_batch, write_handin
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import batch_driver  # noqa: E402  (the toy lab's fake build, as the batch tests use it)
+
+
+class SequentialExecutor(Executor):
+    """One hand-in at a time on this machine: the recipe's steps, and nothing else."""
+
+    name = "sequential"
+    options = ("pause_s",)
+
+    @classmethod
+    def add_arguments(cls, group) -> None:
+        group.add_argument("--pause-s", type=float, help="seconds to wait between two hand-ins")
+
+    @classmethod
+    def from_args(cls, config, args) -> "SequentialExecutor":
+        return cls(config)
+
+    def __init__(self, config) -> None:
+        super().__init__()
+        self.config = config
+
+    def run(self, plan, reporter) -> None:
+        scratch = scratch_dir(self.config, f"sequential-{plan.spec.name}")
+        try:
+            for job in plan.todo:
+                try:
+                    pending, folder = batch.begin_job(self.config, plan.spec, job, scratch, plan.allow_unisolated)
+                    try:
+                        result = grade.finish(pending, attachments_to=plan.store.student_dir(job))
+                    finally:
+                        remove_tree(folder)
+                except Exception as err:  # the grader failed on this one: its error row, and on
+                    result = batch.grader_failure_result(self.config, plan.spec, job, "grading", err)
+                plan.store.commit(job, result)
+                reporter.done(job, result)
+        finally:
+            remove_tree(scratch)
+
+
+def test_an_executor_added_as_the_recipe_says_grades_a_batch(toy_config, tmp_path, monkeypatch, capsys):
+    handins = tmp_path / "handins"
+    handins.mkdir()
+    for student, form, behaviour in (("alice", "folder", {"sample_ms": 1.0}), ("bob", "tar.gz", {"wrong_cases": ["c_7"]}),
+                                     ("carol", "zip", {"compile_error": True})):
+        write_handin(handins, student, form, behaviour)
+    local = tmp_path / "local"
+    code, _, stderr = run_batch(toy_config, handins, local)
+    assert code == 0, stderr
+
+    monkeypatch.setitem(executors.EXECUTORS, "sequential", SequentialExecutor)  # the recipe's step 3
+    monkeypatch.setattr(build, "build_submission", batch_driver.fake_build)
+    for name, value in dict(CUDALAB_ROOT=str(toy_config.root), CUDALAB_PRESET="ci",
+                            CUDALAB_WORK_DIR=str(toy_config.work_dir), CUDALAB_TIMING_ROUNDS="2",
+                            CUDALAB_TIMING_TARGET_S="0.1", CUDALAB_SAMPLES_MIN="10", CUDALAB_TIMING_WARMUP="1",
+                            CUDALAB_PROCESS_TIMEOUT_S="20", CUDALAB_GPU_IDLE_WAIT_S="0").items():
+        monkeypatch.setenv(name, value)
+    out = tmp_path / "sequential"
+    assert cli.main(["batch", "toy", str(handins), "--out", str(out), "--executor", "sequential"]) == 0
+    assert outcome(out) == outcome(local) and set(records(out)) == {"alice", "bob", "carol"}
+    assert (out / "summary.html").is_file() and (out / "canvas.csv").is_file()
+    # Its options are its own: another executor's are refused in a sentence, and it refuses theirs.
+    assert cli.main(["batch", "toy", str(handins), "--out", str(out), "--executor", "sequential",
+                     "--jobs", "2"]) == 2
+    assert "--jobs is an option of --executor local, not of --executor sequential" in capsys.readouterr().err
+    assert cli.main(["batch", "toy", str(handins), "--out", str(out), "--pause-s", "1"]) == 2
+    assert "--pause-s is an option of --executor sequential" in capsys.readouterr().err
