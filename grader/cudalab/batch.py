@@ -449,13 +449,28 @@ def entries(plan: Plan) -> list[dict]:
     return rows
 
 
-def publish_outputs(plan: Plan, started_at: str, executor) -> dict:
+def output_names(text: str) -> list[str]:
+    """`--outputs`: names of publish's student and class outputs, separated by commas."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    known = [*publish.STUDENT_OUTPUTS, *publish.CLASS_OUTPUTS]
+    unknown = [name for name in names if name not in known]
+    if unknown or not names:
+        raise UsageError(f"--outputs {text!r}: {'there is no output ' + ', '.join(map(repr, unknown)) if unknown else 'name at least one output'}"
+                         f"; there are: {', '.join(known)}.")
+    return names
+
+
+def publish_outputs(plan: Plan, started_at: str, executor, outputs: list[str] | None = None) -> dict:
+    """Every student's outputs and the class's (publish.STUDENT_OUTPUTS, CLASS_OUTPUTS), from
+    the records; `outputs`, names of those to write (None: all of them)."""
     rows = entries(plan)
     unwritten = []
+    student_outputs = None if outputs is None else [name for name in outputs if name in publish.STUDENT_OUTPUTS]
+    class_outputs = None if outputs is None else [name for name in outputs if name in publish.CLASS_OUTPUTS]
     for row in rows:
         if row["state"] != "pending":
             try:
-                publish.write_student(plan.store.out, row, plan.spec.title)
+                publish.write_student(plan.store.out, row, plan.spec.title, student_outputs)
             except Exception as err:  # one student's feedback must not cost the class its gradebook
                 unwritten.append(row["student"])
                 console.warn(f"could not write {row['student']}'s feedback ({type(err).__name__}: {err}); "
@@ -478,7 +493,7 @@ def publish_outputs(plan: Plan, started_at: str, executor) -> dict:
     info["exit_code"] = exit_code(rows, unwritten)
     paths = publish.write_class(plan.store.out, plan.spec.name, plan.spec.title, rows, info,
                                 points_possible=scoring.zero(plan.spec.scoring).total_max,
-                                questions=plan.spec.questions)
+                                questions=plan.spec.questions, outputs=class_outputs)
     return {"info": info, "paths": {k: str(v) for k, v in paths.items()}}
 
 

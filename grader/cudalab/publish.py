@@ -33,9 +33,11 @@ import json
 import re
 import statistics
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
@@ -515,7 +517,7 @@ def gradescope_results(entry: Entry, result: dict) -> dict:
     return body
 
 
-def write_student(out_dir: Path, entry: dict, lab_title: str) -> dict[str, Path]:
+def write_student(out_dir: Path, entry: dict, lab_title: str, outputs: Sequence[str] | None = None) -> dict[str, Path]:
     """Write one student's feedback.md, feedback.html and Gradescope results.json under
     out_dir/students/<safe id>/ (each atomically) and return their paths.
 
@@ -525,25 +527,87 @@ def write_student(out_dir: Path, entry: dict, lab_title: str) -> dict[str, Path]
     "name", "lms_id" and "section" (for canvas.csv), "key" (the folder under students/, where
     one student has several hand-ins) and "flags" (BATCH_FLAGS kind -> sentence). Other keys
     are the batch's own and are ignored.
-    A pending hand-in has no feedback yet: asking for it is an error."""
+    A pending hand-in has no feedback yet: asking for it is an error. `outputs`: the names of
+    STUDENT_OUTPUTS to write (None: all of them)."""
     checked = read_entry(entry)
     if checked.state == "pending":
         raise PublishError(f"{checked.student!r} has not been graded yet, so there is no feedback to write.")
     result = checked.result if checked.result is not None else _stand_in_result(checked, lab_title)
     folder = student_dir(out_dir, checked.key)
-    texts = {"feedback": (report.FEEDBACK_FILE, _render("feedback.md.j2", result, checked.student)),
-             "feedback_html": (report.FEEDBACK_HTML_FILE, _render("feedback.html.j2", result, checked.student))}
-    try:
-        gradescope = json.dumps(gradescope_results(checked, result), indent=2) + "\n"
-    except (KeyError, TypeError, AttributeError, ValueError) as err:
-        raise PublishError(f"The result of {checked.student!r} is not a complete {SCHEMA} document, so "
-                           f"its Gradescope results cannot be written ({err}); grade the hand-in again.") from err
-    texts["gradescope"] = (GRADESCOPE_FILE, gradescope)
+    texts = {name: (output.file, output.render(checked, result)) for name, output in chosen(STUDENT_OUTPUTS, outputs)}
     paths = {}
     for key, (name, text) in texts.items():
         paths[key] = folder / name
         report.atomic_write_text(paths[key], text)
     return paths
+
+
+def _gradescope_text(entry: Entry, result: dict) -> str:
+    try:
+        return json.dumps(gradescope_results(entry, result), indent=2) + "\n"
+    except (KeyError, TypeError, AttributeError, ValueError) as err:
+        raise PublishError(f"The result of {entry.student!r} is not a complete {SCHEMA} document, so "
+                           f"its Gradescope results cannot be written ({err}); grade the hand-in again.") from err
+
+
+# --- the outputs a batch writes: two small interfaces and their registries ---------------------
+
+@dataclass(frozen=True)
+class StudentOutput:
+    """A file written for each student, under students/<key>/: `render(entry, result)` gives its text."""
+    name: str
+    file: str
+    what: str
+    render: Callable[[Entry, dict], str]
+
+
+@dataclass(frozen=True)
+class ClassContext:
+    """What a class output is rendered from: the checked entries (one per hand-in, in id
+    order) and the batch's own information."""
+    lab: str
+    lab_title: str
+    entries: list[Entry]
+    batch_info: dict
+    points_possible: float | None
+    questions: tuple
+    kept_written: dict[str, dict[str, str]]
+
+
+@dataclass(frozen=True)
+class ClassOutput:
+    """A file written once for the class, in the results folder: `render(context)` gives its text."""
+    name: str
+    file: str
+    what: str
+    render: Callable[[ClassContext], str]
+
+
+STUDENT_OUTPUTS: dict[str, StudentOutput] = {o.name: o for o in (
+    StudentOutput("feedback", report.FEEDBACK_FILE, "the student's feedback, in Markdown",
+                  lambda entry, result: _render("feedback.md.j2", result, entry.student)),
+    StudentOutput("feedback_html", report.FEEDBACK_HTML_FILE, "the same feedback as a page",
+                  lambda entry, result: _render("feedback.html.j2", result, entry.student)),
+    StudentOutput("gradescope", GRADESCOPE_FILE, "Gradescope's results.json", _gradescope_text),
+)}
+CLASS_OUTPUTS: dict[str, ClassOutput] = {o.name: o for o in (
+    ClassOutput("gradebook", GRADEBOOK_FILE, "one row per hand-in: status, points, ratio, flags",
+                lambda c: gradebook_csv(c.entries, c.questions, c.kept_written)),
+    ClassOutput("canvas", CANVAS_FILE, "Canvas's gradebook import",
+                lambda c: canvas_csv(c.entries, c.lab_title, c.points_possible)),
+    ClassOutput("cases", CASES_FILE, "each hand-in's verdict per case", lambda c: cases_csv(c.entries)),
+    ClassOutput("summary", SUMMARY_FILE, "the class page",
+                lambda c: summary_page(c.lab, c.lab_title, c.entries, c.batch_info)),
+)}
+
+
+def chosen(registry: dict, names: Sequence[str] | None) -> list[tuple[str, Any]]:
+    """The outputs of `registry` that `names` asks for (None: every one), in the registry's
+    order; PublishError for a name it does not hold."""
+    unknown = [name for name in names or () if name not in registry]
+    if unknown:
+        raise PublishError(f"There is no output {', '.join(map(repr, unknown))}; there are: {', '.join(registry)}.")
+    return [(name, output) for name, output in registry.items() if names is None or name in names]
 
 
 # --- per class ----------------------------------------------------------------------------------
@@ -849,7 +913,8 @@ def summary_page(lab: str, lab_title: str, entries: list[Entry], batch_info: dic
 
 
 def write_class(out_dir: Path, lab: str, lab_title: str, entries: list[dict], batch_info: dict,
-                *, points_possible: float | None = None, questions=()) -> dict[str, Path]:
+                *, points_possible: float | None = None, questions=(),
+                outputs: Sequence[str] | None = None) -> dict[str, Path]:
     """Write out_dir/gradebook.csv, canvas.csv, cases.csv and summary.html (each atomically; the
     plots are inside summary.html) and return their paths.
 
@@ -859,19 +924,16 @@ def write_class(out_dir: Path, lab: str, lab_title: str, entries: list[dict], ba
     roster's students with no hand-in: {"student", "name"} each). points_possible:
     Canvas's Points Possible, where no result says it (no hand-in has a grade): the lab's.
     questions: the lab's written questions, whose points the instructor writes into
-    gradebook.csv; what an earlier gradebook.csv holds there is kept."""
+    gradebook.csv; what an earlier gradebook.csv holds there is kept. outputs: the names of
+    CLASS_OUTPUTS to write (None: all of them)."""
     if not isinstance(batch_info, dict):
         raise PublishError(f"batch_info must be a mapping (started_at, finished_at, gpu, complete), "
                            f"not {type(batch_info).__name__}.")
     checked = _read_entries(entries)
     out_dir = Path(out_dir)
-    paths = {"gradebook": out_dir / GRADEBOOK_FILE, "canvas": out_dir / CANVAS_FILE,
-             "cases": out_dir / CASES_FILE, "summary": out_dir / SUMMARY_FILE}
-    kept = kept_written(paths["gradebook"], written_columns(questions)) if questions else {}
-    texts = {"gradebook": gradebook_csv(checked, questions, kept),
-             "canvas": canvas_csv(checked, lab_title, points_possible),
-             "cases": cases_csv(checked),
-             "summary": summary_page(lab, lab_title, checked, batch_info)}
-    for key, path in paths.items():
-        report.atomic_write_text(path, texts[key])
-    return paths
+    kept = kept_written(out_dir / GRADEBOOK_FILE, written_columns(questions)) if questions else {}
+    context = ClassContext(lab, lab_title, checked, batch_info, points_possible, tuple(questions), kept)
+    texts = {name: (out_dir / output.file, output.render(context)) for name, output in chosen(CLASS_OUTPUTS, outputs)}
+    for path, text in texts.values():
+        report.atomic_write_text(path, text)
+    return {name: path for name, (path, _) in texts.items()}

@@ -1,12 +1,12 @@
 """docs/extending.md's recipes, done as they are written (the lab recipe is done by
-test_lab_tree.py): here, an executor added as the recipe says grades a batch exactly as the
-local executor does."""
+test_lab_tree.py): an executor added as the recipe says grades a batch exactly as the local
+executor does, and an output added as the recipe says is written by `batch --outputs`."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from cudalab import batch, build, cli, executors, grade
+from cudalab import batch, build, cli, executors, grade, publish
 from cudalab.executor import Executor
 from cudalab.runner import scratch_dir
 from cudalab.trees import remove_tree
@@ -52,23 +52,32 @@ class SequentialExecutor(Executor):
             remove_tree(scratch)
 
 
-def test_an_executor_added_as_the_recipe_says_grades_a_batch(toy_config, tmp_path, monkeypatch, capsys):
-    handins = tmp_path / "handins"
-    handins.mkdir()
+def three_hand_ins(folder: Path) -> Path:
+    folder.mkdir()
     for student, form, behaviour in (("alice", "folder", {"sample_ms": 1.0}), ("bob", "tar.gz", {"wrong_cases": ["c_7"]}),
                                      ("carol", "zip", {"compile_error": True})):
-        write_handin(handins, student, form, behaviour)
-    local = tmp_path / "local"
-    code, _, stderr = run_batch(toy_config, handins, local)
-    assert code == 0, stderr
+        write_handin(folder, student, form, behaviour)
+    return folder
 
-    monkeypatch.setitem(executors.EXECUTORS, "sequential", SequentialExecutor)  # the recipe's step 3
+
+def in_this_process(toy_config, monkeypatch) -> None:
+    """`cudalab batch` on the toy lab run by cli.main here, as batch_driver.py runs it."""
+    monkeypatch.setitem(executors.EXECUTORS, "sequential", SequentialExecutor)  # the executor recipe's step 3
     monkeypatch.setattr(build, "build_submission", batch_driver.fake_build)
     for name, value in dict(CUDALAB_ROOT=str(toy_config.root), CUDALAB_PRESET="ci",
                             CUDALAB_WORK_DIR=str(toy_config.work_dir), CUDALAB_TIMING_ROUNDS="2",
                             CUDALAB_TIMING_TARGET_S="0.1", CUDALAB_SAMPLES_MIN="10", CUDALAB_TIMING_WARMUP="1",
                             CUDALAB_PROCESS_TIMEOUT_S="20", CUDALAB_GPU_IDLE_WAIT_S="0").items():
         monkeypatch.setenv(name, value)
+
+
+def test_an_executor_added_as_the_recipe_says_grades_a_batch(toy_config, tmp_path, monkeypatch, capsys):
+    handins = three_hand_ins(tmp_path / "handins")
+    local = tmp_path / "local"
+    code, _, stderr = run_batch(toy_config, handins, local)
+    assert code == 0, stderr
+
+    in_this_process(toy_config, monkeypatch)
     out = tmp_path / "sequential"
     assert cli.main(["batch", "toy", str(handins), "--out", str(out), "--executor", "sequential"]) == 0
     assert outcome(out) == outcome(local) and set(records(out)) == {"alice", "bob", "carol"}
@@ -79,3 +88,25 @@ def test_an_executor_added_as_the_recipe_says_grades_a_batch(toy_config, tmp_pat
     assert "--jobs is an option of --executor local, not of --executor sequential" in capsys.readouterr().err
     assert cli.main(["batch", "toy", str(handins), "--out", str(out), "--pause-s", "1"]) == 2
     assert "--pause-s is an option of --executor sequential" in capsys.readouterr().err
+
+
+def moodle_csv(context: publish.ClassContext) -> str:
+    """Moodle's grade import: one row per student with a grade (its id number and points)."""
+    rows = [["ID number", "Grade"]] + [[entry.student, f"{entry.score['total']:g}"]
+                                       for entry in context.entries if entry.counts and entry.score]
+    return "".join(",".join(row) + "\n" for row in rows)
+
+
+def test_an_output_added_as_the_recipe_says_is_written_by_batch_outputs(toy_config, tmp_path, monkeypatch):
+    handins = three_hand_ins(tmp_path / "handins")
+    in_this_process(toy_config, monkeypatch)
+    monkeypatch.setitem(publish.CLASS_OUTPUTS, "moodle",  # the output recipe's step 2
+                        publish.ClassOutput("moodle", "moodle.csv", "Moodle's grade import", moodle_csv))
+    out = tmp_path / "out"
+    assert cli.main(["batch", "toy", str(handins), "--out", str(out), "--executor", "sequential",
+                     "--outputs", "moodle,feedback"]) == 0
+    moodle = (out / "moodle.csv").read_text().splitlines()
+    assert moodle[0] == "ID number,Grade" and "alice,100" in moodle and any(r.startswith("carol,") for r in moodle)
+    assert not (out / "gradebook.csv").exists() and not (out / "summary.html").exists()
+    written = {p.name for p in publish.student_dir(out, "alice").iterdir()}
+    assert written == {"feedback.md"}

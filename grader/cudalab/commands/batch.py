@@ -51,10 +51,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import console, executors, labs, progress, report
-from ..batch import Store, make_plan, publish_outputs, read_roster
+from .. import console, executors, labs, progress, publish, report
+from ..batch import Store, make_plan, output_names, publish_outputs, read_roster
 from ..config import Config
+from ..errors import UsageError
 from ..slurm import recorded_jobs
+
+
+def _outputs_argument(text: str) -> list[str]:
+    try:
+        return output_names(text)
+    except UsageError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix(f"--outputs {text!r}: ")) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,6 +73,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--executor", choices=tuple(executors.EXECUTORS), default="local",
                         help="where the grading runs: this machine (local, the default) or a Slurm "
                         "cluster's jobs (slurm)")
+    parser.add_argument("--outputs", type=_outputs_argument, metavar="NAME,NAME,...",
+                        help="the outputs to write, each student's and the class's (default: all of them): "
+                        + ", ".join(f"{name} ({output.file})" for name, output in
+                                    [*publish.STUDENT_OUTPUTS.items(), *publish.CLASS_OUTPUTS.items()]))
     parser.add_argument("--regrade", nargs="+", metavar="ID", default=[],
                         help="grade these students again even if they were graded")
     parser.add_argument("--regrade-changed", action="store_true",
@@ -111,6 +123,6 @@ def main(args: argparse.Namespace, config: Config) -> int:
         finally:
             console.set_quiet(False)
         reporter.phase("writing the gradebook, feedback and summary")
-        published = publish_outputs(plan, started_at, executor)
+        published = publish_outputs(plan, started_at, executor, args.outputs)
         reporter.end(published, interrupted)
     return 130 if interrupted else published["info"]["exit_code"]
