@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from cudalab import build, cli, run as run_module, runner as runner_module
+from cudalab.commands import run as run_command
 from conftest import seal, write_fake
 from picture_lab import make_picture_repo, write_picture_fake
 
@@ -262,13 +263,13 @@ def test_bench_rows_show_the_throughput_and_the_library_ratio():
     entries = BENCH_RUN_JSON["bench"]
     assert run_module.items_name(entries) == "pixels"
     verdicts = {"camera_big": {"status": "passed"}}
-    assert run_module._bench_row(entries[0], verdicts, throughput=True) == (
+    assert run_command._bench_row(entries[0], verdicts, throughput=True) == (
         "camera_big", "passed", "0.0815", "411.6", "14%", "1.2%", "205.80", "1.25x")
-    assert run_module._bench_row(entries[1], verdicts, throughput=True) == ("huge", "skipped") + ("-",) * 6
-    assert run_module._bench_row(entries[0], verdicts) == ("camera_big", "passed", "0.0815", "411.6", "14%", "1.2%")
+    assert run_command._bench_row(entries[1], verdicts, throughput=True) == ("huge", "skipped") + ("-",) * 6
+    assert run_command._bench_row(entries[0], verdicts) == ("camera_big", "passed", "0.0815", "411.6", "14%", "1.2%")
     assert run_module.items_name([{"name": "x", "median_ms": 1.0}]) is None
-    assert run_module.versus_library({"fraction_of_library": 0.5}) == "0.50x"
-    assert run_module.versus_library({"items_per_s": 1e9}) == "-"
+    assert run_command.versus_library({"fraction_of_library": 0.5}) == "0.50x"
+    assert run_command.versus_library({"items_per_s": 1e9}) == "-"
 
 
 def test_run_bench_prints_gpixels_columns(pic, capsys):
