@@ -124,3 +124,10 @@ def test_the_readmes_requirements_name_every_python_dependency():
     section = prose("README.md").split("## Requirements", 1)[1].split("##", 1)[0].lower()
     missing = sorted(name for name in names if name not in section)
     assert not missing, f"README.md's Requirements do not name {missing}"
+
+
+def test_the_readme_names_the_bundles_verbs_as_the_bundle_offers_them():
+    from cudalab import bundle
+    said = re.search(r"offers the student verbs only \(([^)]*)\)", prose("README.md"))
+    assert said, "README.md no longer says which verbs a student bundle offers"
+    assert re.findall(r"`(\w+)`", said[1]) == list(bundle.STUDENT_VERBS)
