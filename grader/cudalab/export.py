@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from . import __version__, bundle, handout, labs, report, starter
+from . import __version__, bundle, calibration, handout, labs, report, starter
 from .config import Config
 from .errors import UsageError
 from .trees import remove_tree
@@ -80,10 +80,19 @@ def bundle_plan(root: Path, lab_names: list[str]) -> dict[str, Path]:
         plan.update({rel: path for rel, path in _tree(root, f"labs/{lab}").items()
                      if PurePosixPath(rel).parent == PurePosixPath("labs", lab)})
         plan.update(_tree(root, f"starter/{lab}"))
-        plan.update(_file(root, f"handouts/{lab}.md"))
-        if (root / "handouts" / f"{lab}.html").is_file():
-            plan.update(_file(root, f"handouts/{lab}.html"))
-    return plan
+    return plan  # (the handouts are rendered for the bundle: bundle_handouts)
+
+
+def bundle_handouts(specs: list) -> dict[str, str]:
+    """Each lab's handout as a bundle hands it out (Markdown and page): the same as the
+    repository's but naming no file of solutions/ and only the verbs a bundle offers."""
+    texts = {}
+    for spec in specs:
+        rendered = handout.render(spec, calibration.read(spec.folder / calibration.FILE_NAME, spec.name),
+                                  for_bundle=True)
+        texts[f"handouts/{spec.name}.md"] = rendered.markdown
+        texts[f"handouts/{spec.name}.html"] = rendered.html
+    return texts
 
 
 def bundle_presets(root: Path) -> str:
@@ -414,8 +423,10 @@ def _fill(config: Config, specs: list, lab_names: list[str], plan: dict[str, Pat
         bundle.MARKER: json.dumps(bundle.marker(lab_names, __version__, created), indent=2) + "\n",
         "README.md": render_readme(specs),
         "CMakePresets.json": bundle_presets(config.root),
+        **bundle_handouts(specs),
     }
     for rel, text in generated.items():
+        (staging / rel).parent.mkdir(parents=True, exist_ok=True)
         (staging / rel).write_text(text, encoding="utf-8")
     scan = leak_scan(staging, config.root, prints)
     if scan.leaks:

@@ -176,11 +176,11 @@ def plot_href(spec: LabSpec) -> str:
     return f"{spec.name}.html#{PLOT_ID}"
 
 
-def _context(spec: LabSpec, known: Calibration | None) -> dict:
+def _context(spec: LabSpec, known: Calibration | None, for_bundle: bool = False) -> dict:
     entries = list(known.entries) if known is not None else []
     ladders = [e for e in entries if e.get("ladder")] if spec.ladder else []
     return dict(
-        lab=spec, tolerance_rule=tolerance_rule,
+        lab=spec, tolerance_rule=tolerance_rule, bundle=for_bundle,
         library_titles={key: library.title for key, library in catalogue.LIBRARIES.items()},
         bytes_per_case={c.name: spec.bytes_moved(c) for c in spec.bench_cases},
         reference_rung=next((r.name for r in spec.ladder if r.source == spec.scoring.reference), ""),
@@ -192,8 +192,10 @@ def _context(spec: LabSpec, known: Calibration | None) -> dict:
         plot_href=plot_href(spec))
 
 
-def render_markdown(spec: LabSpec, known: Calibration | None) -> str:
-    return report.environment().get_template("handout.md.j2").render(**_context(spec, known))
+def render_markdown(spec: LabSpec, known: Calibration | None, for_bundle: bool = False) -> str:
+    """The handout in Markdown; `for_bundle`: as a student bundle hands it out, naming no
+    file of solutions/ and only the verbs a bundle offers (bundle.STUDENT_VERBS)."""
+    return report.environment().get_template("handout.md.j2").render(**_context(spec, known, for_bundle))
 
 
 def _plot_in_place_of_its_link(href: str, figure: str):
@@ -220,10 +222,10 @@ def markdown_to_html(markdown: str, plot_href: str | None = None, figure: str | 
     return converter.render(markdown)
 
 
-def render(spec: LabSpec, known: Calibration | None) -> Handout:
+def render(spec: LabSpec, known: Calibration | None, for_bundle: bool = False) -> Handout:
     """The handout of `spec` with the calibration `known` (None: not calibrated yet), as
-    Markdown and as a page."""
-    markdown = render_markdown(spec, known)
+    Markdown and as a page; `for_bundle`, see render_markdown."""
+    markdown = render_markdown(spec, known, for_bundle)
     figure = None
     ladders = [e for e in known.entries if e.get("ladder")] if known is not None and spec.ladder else []
     if ladders:

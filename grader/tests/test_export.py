@@ -94,9 +94,24 @@ def test_the_bundle_holds_what_students_build_and_run_against(vector_add_bundle,
     assert not any(name.startswith(("labs/", "starter/", "handouts/")) and "vector_add" not in name for name in files)
     assert (vector_add_bundle / "tools" / "setup.sh").stat().st_mode & 0o111, "setup.sh stays executable"
     for name in files:  # the same bytes as the repository's, where it has the file
-        if (course / name).is_file() and name not in ("README.md", "CMakePresets.json"):
+        if (course / name).is_file() and name not in ("README.md", "CMakePresets.json") \
+                and not name.startswith("handouts/"):
             assert (course / name).read_bytes() == (vector_add_bundle / name).read_bytes(), name
 
+
+
+def test_a_bundles_handouts_name_no_solution_file_and_only_its_own_verbs(vector_add_bundle, course):
+    """The handout a student gets in a bundle is the repository's, less what the bundle does
+    not hold: no path into solutions/, no `cudalab ladder`, `calibrate` or `grade`."""
+    for suffix in (".md", ".html"):
+        text = (vector_add_bundle / "handouts" / f"vector_add{suffix}").read_text()
+        assert "solutions/" not in text and "cudalab ladder" not in text and "cudalab calibrate" not in text
+        assert "cudalab grade" not in text and "cudalab check . --lab vector_add" in text
+    repository = (course / "handouts" / "vector_add.md").read_text()
+    assert "solutions/vector_add/" in repository and "cudalab grade vector_add ." in repository
+    bundled = (vector_add_bundle / "handouts" / "vector_add.md").read_text()
+    assert bundled.split("## How it is checked")[1].split("## How it is timed")[0] == \
+        repository.split("## How it is checked")[1].split("## How it is timed")[0], "the same lab, the same rules"
 
 def test_the_marker_and_presets_make_a_bundle_build(vector_add_bundle):
     marker = json.loads((vector_add_bundle / bundle.MARKER).read_text())
