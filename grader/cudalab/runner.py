@@ -53,6 +53,14 @@ def _owner_tag() -> str:
 
 
 _OWNED = re.compile(r"@(?P<host>[A-Za-z0-9-]{1,32})@p(?P<pid>\d+)-")  # '@' is in no stem and no host
+# A scratch folder its process handed to another on purpose (a Slurm build task's build, which
+# the GPU task copies later) holds this file, and is never taken for abandoned.
+HANDED_OVER = ".handed-over"
+
+
+def hand_over(folder: Path) -> None:
+    """Mark a scratch folder as handed to another process: it outlives its maker on purpose."""
+    (folder / HANDED_OVER).write_text("kept for the process this folder was handed to\n")
 
 
 def _process_is_gone(pid: int) -> bool:
@@ -68,8 +76,9 @@ def _process_is_gone(pid: int) -> bool:
 def remove_abandoned(root: Path) -> list[str]:
     """Remove the scratch folders in `root` left by a grader process of this host that is
     gone (a batch killed with SIGKILL, a machine that lost power): folders named by
-    scratch_dir() whose pid no longer runs here. Folders of other hosts (a shared work folder)
-    and of live processes are left alone. Returns the names removed."""
+    scratch_dir() whose pid no longer runs here. Folders of other hosts (a shared work folder),
+    of live processes and those handed over (hand_over) are left alone. Returns the names
+    removed."""
     host, removed = _owner_tag().split("@")[1], []
     try:
         entries = list(os.scandir(root))
@@ -78,6 +87,8 @@ def remove_abandoned(root: Path) -> list[str]:
     for entry in entries:
         owned = _OWNED.search(entry.name)
         if owned is None or owned["host"] != host or not entry.is_dir(follow_symlinks=False):
+            continue
+        if os.path.lexists(os.path.join(entry.path, HANDED_OVER)):
             continue
         if int(owned["pid"]) != os.getpid() and _process_is_gone(int(owned["pid"])):
             remove_tree(Path(entry.path))

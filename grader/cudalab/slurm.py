@@ -75,7 +75,7 @@ from . import batch, build, console, grade, labs, report, safe_files
 from .config import Config
 from .errors import CudalabError, UsageError
 from .executor import Executor
-from .runner import scratch_dir
+from .runner import hand_over, scratch_dir
 from .sandbox import scratch_root
 from .trees import remove_tree
 
@@ -400,6 +400,7 @@ def build_task(tasks: Tasks, index: int, started: float) -> int:
         print(f"task {index} ({job.key}): {result['status']}, committed; no GPU step is needed", flush=True)
         return 0
     _stamp(pending.result, tasks, "build", _step_info(tasks, "build", index, started, tasks.submitted_at))
+    hand_over(pending.tmp)  # the GPU task copies it after this task has ended
     state = {"schema": PENDING_SCHEMA, "key": job.key, "result": pending.result, "binary": str(pending.binary),
              "tmp": str(pending.tmp), "built_at": time.time()}
     report.atomic_write_text(_pending_path(tasks, job.key), json.dumps(state) + "\n")

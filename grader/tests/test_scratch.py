@@ -31,8 +31,11 @@ def test_what_a_gone_process_of_this_host_left_is_removed_and_nothing_else(tmp_p
         f"batch-toy@{host}@p1-live": "a live process's",
         "batch-toy-old-style-abc": "not named by scratch_dir",
     }
+    handed = f"grade-toy@{host}@p{dead}-built"
+    keep[handed] = "handed to another process on purpose (a Slurm build, for its GPU task)"
     for name in keep:
         (tmp_path / name).mkdir()
+    runner.hand_over(tmp_path / handed)
     (tmp_path / f"notes@{host}@p{dead}-file").write_text("a file, not a folder")
     assert runner.remove_abandoned(tmp_path) == [left.name]
     assert not left.exists()
