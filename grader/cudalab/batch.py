@@ -449,17 +449,6 @@ def entries(plan: Plan) -> list[dict]:
     return rows
 
 
-def output_names(text: str) -> list[str]:
-    """`--outputs`: names of publish's student and class outputs, separated by commas."""
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    known = [*publish.STUDENT_OUTPUTS, *publish.CLASS_OUTPUTS]
-    unknown = [name for name in names if name not in known]
-    if unknown or not names:
-        raise UsageError(f"--outputs {text!r}: {'there is no output ' + ', '.join(map(repr, unknown)) if unknown else 'name at least one output'}"
-                         f"; there are: {', '.join(known)}.")
-    return names
-
-
 def publish_outputs(plan: Plan, started_at: str, executor, outputs: list[str] | None = None) -> dict:
     """Every student's outputs and the class's (publish.STUDENT_OUTPUTS, CLASS_OUTPUTS), from
     the records; `outputs`, names of those to write (None: all of them)."""

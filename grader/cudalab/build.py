@@ -29,7 +29,6 @@ from .sdk import Manifest, ManifestError
 from .trees import remove_tree
 
 _BUILD_LOG_CAP = 4 * MIB
-_LISTED_FOR_NEAR_MISSES = 1000  # names of a submission folder looked at for a misnamed file
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # Where a submission build sees its pieces inside the sandbox (fixed, whatever the names
 # and paths on the host).
@@ -104,7 +103,7 @@ def stage_submission(spec: LabSpec, folder: Path, dest: Path) -> StagedSubmissio
                if not (folder / name).exists() and not (folder / name).is_symlink()]
     if missing:
         # check's sentences: the near miss it was meant to be (did you mean vector_add.cu?).
-        listing = handin.top_level(folder, _LISTED_FOR_NEAR_MISSES)
+        listing = handin.top_level(folder)
         why, _ = handin.required_file_findings(listing, spec)
         raise SubmissionError(f"The submission folder {folder} has no {' or '.join(missing)}. "
                               + " ".join(f.message for f in why))

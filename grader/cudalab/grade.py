@@ -593,9 +593,9 @@ def grade(config: Config, lab: str, folder: Path, seed: int | None = None,
     phases["official_build"] = round(official_s, 2)
     if "device" in probe:
         phases["device_probe"] = round(probe["seconds"], 2)
-    if probe.get("audit") is not None:
-        phases["audit_start"] = round(probe["audit_seconds"], 2)
     server = probe.get("audit")
+    if server is not None:
+        phases["audit_start"] = round(probe["audit_seconds"], 2)
     try:
         result = finish(pending, attachments_to, device=probe.get("device"), early_timing=True, own_audit=server)
     finally:

@@ -271,7 +271,10 @@ def _listing(path: Path, limit: int) -> list[str]:
     return sorted(names)
 
 
-def top_level(folder: Path, limit: int) -> HandIn:
+TOP_LEVEL_LISTED = 1000  # names of a student's folder looked at for near misses and what pack leaves out
+
+
+def top_level(folder: Path, limit: int = TOP_LEVEL_LISTED) -> HandIn:
     """The entries at the top of a folder, by name and kind, with no contents read and
     nothing below followed: what `pack` and a build need to name what is there (a .git/ of
     thousands of files costs one entry). Past `limit` names the rest are not listed."""

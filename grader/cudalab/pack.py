@@ -22,8 +22,6 @@ from .labspec import LabSpec
 from .runner import scratch_dir
 from .trees import remove_tree
 
-# Names of the folder looked at (for the near miss of a misnamed file and the left-out line).
-_LISTED = 1000
 _LEFT_OUT_SHOWN = 12
 # Why the receipt of a pack skips the smoke run (pack builds; the check of the archive runs).
 _NOT_RUN_BY_PACK = "pack only builds; `cudalab check` on the archive runs it"
@@ -111,7 +109,7 @@ def take_lab_files(config: Config, spec: LabSpec, folder: Path, out: Path) -> Ta
     limits); the other names there, left out; and, for a lab file that is not there, check's
     sentence for it (did you mean vector_add.cu?)."""
     taken = Taken()
-    listing = handin.top_level(folder, _LISTED)
+    listing = handin.top_level(folder)
     missing, _ = handin.required_file_findings(listing, spec)
     taken.problems += [f.message for f in missing]
     present = {entry.name for entry in listing.entries}

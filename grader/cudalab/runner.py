@@ -46,10 +46,14 @@ def fresh_dir(parent: Path, stem: str) -> Path:
     return folder
 
 
+def _host() -> str:
+    """This host's name as scratch folders carry it."""
+    return re.sub(r"[^A-Za-z0-9-]", "", socket.gethostname())[:32] or "host"
+
+
 def _owner_tag() -> str:
     """This process's mark on the scratch folders it makes: its host and pid."""
-    host = re.sub(r"[^A-Za-z0-9-]", "", socket.gethostname())[:32] or "host"
-    return f"@{host}@p{os.getpid()}"
+    return f"@{_host()}@p{os.getpid()}"
 
 
 _OWNED = re.compile(r"@(?P<host>[A-Za-z0-9-]{1,32})@p(?P<pid>\d+)-")  # '@' is in no stem and no host
@@ -79,7 +83,7 @@ def remove_abandoned(root: Path) -> list[str]:
     scratch_dir() whose pid no longer runs here. Folders of other hosts (a shared work folder),
     of live processes and those handed over (hand_over) are left alone. Returns the names
     removed."""
-    host, removed = _owner_tag().split("@")[1], []
+    host, removed = _host(), []
     try:
         entries = list(os.scandir(root))
     except OSError:

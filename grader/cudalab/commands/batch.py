@@ -52,17 +52,22 @@ import argparse
 from pathlib import Path
 
 from .. import console, executors, labs, progress, publish, report
-from ..batch import Store, make_plan, output_names, publish_outputs, read_roster
+from ..batch import Store, make_plan, publish_outputs, read_roster
 from ..config import Config
-from ..errors import UsageError
 from ..slurm import recorded_jobs
 
 
 def _outputs_argument(text: str) -> list[str]:
-    try:
-        return output_names(text)
-    except UsageError as err:
-        raise argparse.ArgumentTypeError(str(err).removeprefix(f"--outputs {text!r}: ")) from None
+    """argparse type of --outputs: names of publish's student and class outputs, separated by commas."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    known = [*publish.STUDENT_OUTPUTS, *publish.CLASS_OUTPUTS]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"there is no output {', '.join(map(repr, unknown))}; "
+                                         f"there are: {', '.join(known)}.")
+    if not names:
+        raise argparse.ArgumentTypeError(f"name at least one output; there are: {', '.join(known)}.")
+    return names
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
