@@ -156,27 +156,34 @@ def compile_feedback(log: str, files: tuple[str, ...] | list[str],
 # --- running CMake ------------------------------------------------------------------------
 
 def _cmake(config: Config, args: list[str], cwd: Path | None = None,
-           on_line: Callable[[str], None] | None = None) -> ProcessResult:
-    console.info("$ cmake " + " ".join(args))
+           on_line: Callable[[str], None] | None = None, echo: bool = True) -> ProcessResult:
+    if echo:
+        console.info("$ cmake " + " ".join(args))
     return run_process(["cmake", *args], timeout_s=config.build_timeout_s,
                        output_cap_bytes=_BUILD_LOG_CAP, cwd=cwd or config.root, on_stdout_line=on_line)
 
 
 class BuildProgress:
     """Says how far a build is from ninja's "[done/total] ..." lines: at most every
-    `every_s` seconds, and at its last step, so that a long first build is never silent."""
+    `every_s` seconds, and at its last step, so that a long first build is never silent.
+    The `heading` lines are said before the first step, so a build with nothing to do (every
+    command after the first) says nothing at all."""
 
     _STEP = re.compile(r"^\[(\d+)/(\d+)\]")
 
     def __init__(self, what: str, every_s: float = 5.0, clock: Callable[[], float] = time.monotonic,
-                 say: Callable[[str], None] = console.info):
+                 say: Callable[[str], None] = console.info, heading: Sequence[str] = ()):
         self.what, self.every_s, self.clock, self.say = what, every_s, clock, say
+        self.heading = list(heading)
         self.last_said = clock()
 
     def __call__(self, line: str) -> None:
         step = self._STEP.match(line)
         if step is None:
             return
+        for said in self.heading:
+            self.say(said)
+        self.heading = []
         done, total = int(step[1]), int(step[2])
         now = self.clock()
         if done == total or now - self.last_said >= self.every_s:
@@ -218,13 +225,14 @@ def build_official(config: Config, targets: Sequence[str] = ()) -> None:
             raise GraderError(f"Configuring the official build with preset '{config.preset}' "
                               f"failed ({result.describe()}):\n{_tail(result)}")
     what = f"the official {', '.join(targets)}" if targets else "the official tree"
-    console.info(f"Building {what} in {config.build_dir}")
     chosen = ["--target", *targets] if targets else []
-    progress = BuildProgress("building " + ("them" if targets else "it"))
     if config.build_dir == default_dir and _has_build_preset(config):
-        result = _cmake(config, ["--build", "--preset", config.preset, *chosen], on_line=progress)
+        args = ["--build", "--preset", config.preset, *chosen]
     else:
-        result = _cmake(config, ["--build", str(config.build_dir), *chosen], on_line=progress)
+        args = ["--build", str(config.build_dir), *chosen]
+    progress = BuildProgress("building " + ("them" if targets else "it"),
+                             heading=[f"Building {what} in {config.build_dir}", "$ cmake " + " ".join(args)])
+    result = _cmake(config, args, on_line=progress, echo=False)
     if result.exit_code != 0:
         raise GraderError(f"Building the official tree {config.build_dir} failed "
                           f"({result.describe()}):\n{_tail(result)}")

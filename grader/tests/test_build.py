@@ -179,6 +179,17 @@ def test_a_build_says_how_far_it_is_from_ninjas_step_lines():
                     "  building them: step 120 of 120"]
 
 
+def test_a_build_with_nothing_to_do_says_nothing_and_one_with_work_says_what_first():
+    said = []
+    idle = build.BuildProgress("building them", say=said.append, heading=["Building x", "$ cmake --build b"])
+    idle("ninja: no work to do.")
+    assert said == []  # every command after the first: silent
+    busy = build.BuildProgress("building them", say=said.append, heading=["Building x", "$ cmake --build b"])
+    busy("[1/2] Building CUDA object a.o")
+    busy("[2/2] Linking b")
+    assert said == ["Building x", "$ cmake --build b", "  building them: step 2 of 2"]
+
+
 def test_a_trusted_process_tells_its_output_line_by_line():
     from cudalab.sandbox import run_process
     lines = []
