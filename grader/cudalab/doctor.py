@@ -15,7 +15,7 @@ from pathlib import Path
 from . import console, gpu, labs
 from .config import GIB, Config
 from .exit_codes import Cli
-from .sandbox import Sandbox, run_limits
+from .sandbox import USERNS_FIX, Sandbox, run_limits
 
 SCHEMA = "cudalab.doctor/1"
 CUDA_MAJOR = 13               # the toolkit the labs are written for (README, Requirements)
@@ -88,12 +88,21 @@ def _cmake_and_ninja() -> Finding:
 
 
 def _sandbox(config: Config) -> Finding:
+    """The sandbox in a line: what kind, and what it lacks (`cudalab doctor --json` and every
+    result's isolation have the full list of what is in force)."""
     isolation = Sandbox.detect(config).isolation_for(run_limits(config))
-    found = isolation.describe()
+    head = isolation.describe().split("; in force:")[0]
     if isolation.official:
-        return Finding("sandbox", True, found)
-    return Finding("sandbox", False, found, isolation.missing[0] if isolation.missing else
-                   "install bubblewrap with user namespaces enabled")
+        lacks = f"; lacking: {'; '.join(isolation.missing)}" if isolation.missing else ""
+        return Finding("sandbox", True, head + lacks)
+    why = isolation.why_not_official()
+    if "user namespaces" in why:
+        fix = USERNS_FIX
+    elif "bubblewrap" in why and "not found" in why or "no bubblewrap" in why:
+        fix = "install bubblewrap (`sudo apt install bubblewrap`, or tools/setup.sh), with user namespaces allowed"
+    else:
+        fix = "install bubblewrap with user namespaces allowed (`sudo apt install bubblewrap`)"
+    return Finding("sandbox", False, f"{head}: {why}", fix)
 
 
 def _disk(config: Config) -> Finding:

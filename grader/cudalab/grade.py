@@ -479,10 +479,9 @@ def begin(config: Config, lab: str, folder: Path, seed: int | None = None,
         if not sandbox.isolation.official:
             if not allow_unisolated:
                 raise NotIsolatedError("No grade was given: this machine cannot sandbox the student's code ("
-                                   + "; ".join(sandbox.isolation.missing) + "). Install bubblewrap and "
-                                   "grade again, or pass --allow-unisolated to grade anyway (the result "
-                                   "then says it is not an official grade). `cudalab doctor` says what "
-                                   "this machine lacks and how to fix it.")
+                                   + sandbox.isolation.why_not_official() + "). Fix that (`cudalab doctor` "
+                                   "says how) and grade again, or pass --allow-unisolated to grade anyway "
+                                   "(the result then says it is not an official grade).")
             result["warnings"].append("This grade was given WITHOUT the sandbox (--allow-unisolated): the "
                                       "student's code ran with the grader's own powers, so it is not an "
                                       "official grade. Missing: " + "; ".join(sandbox.isolation.missing))

@@ -253,6 +253,11 @@ class Isolation:
             text += f"; missing: {'; '.join(self.missing)}"
         return text
 
+    def why_not_official(self) -> str:
+        """The one reason these runs are not sandboxed as a grade's are (the first thing
+        missing); the rest of `missing` follows from it and stays in the record."""
+        return self.missing[0] if self.missing else "no sandbox"
+
     def to_json(self) -> dict:
         return {"kind": self.kind, "uid": self.uid, "cgroup": self.cgroup,
                 "memory_limited": self.memory_limited, "official": self.official,
@@ -1143,8 +1148,33 @@ def _choose_bubblewrap(config: Config) -> tuple[_Bubblewrap | None, str]:
                 missing.append("the private /tmp has no size limit: this bubblewrap does not take "
                                "--size (it came in bubblewrap 0.7)")
             return _Bubblewrap(program, _BWRAP_BASE + extra, uid, tuple(missing), sized), ""
-    return None, (f"bubblewrap at {program} cannot create a sandbox here ("
-                  + "; ".join(f for _, _, f in failures) + "); runs go unsandboxed")
+    return None, unusable_bubblewrap(program, failures)
+
+
+# The step that lets bubblewrap make its user namespace, where a system turns that off.
+USERNS_FIX = ("let unprivileged users create user namespaces: on Ubuntu 23.10 and later `sudo sysctl "
+              "kernel.apparmor_restrict_unprivileged_userns=0` (or an AppArmor profile for bwrap), on "
+              "older Debian `sudo sysctl kernel.unprivileged_userns_clone=1`, in a container start it "
+              "with user namespaces allowed; or grade on a machine where bubblewrap works")
+
+
+def unusable_bubblewrap(program: str, failures: list[tuple[int | None, bool, str]]) -> str:
+    """Why bubblewrap cannot sandbox here, in one sentence: each distinct thing it said once,
+    with the ways that ended so (as which user, with or without --disable-userns)."""
+    said: dict[str, list[str]] = {}
+    for uid, nested, failure in failures:
+        message = failure.split(": ", 1)[1] if ": " in failure else failure
+        who = f"as uid {uid}" if uid is not None else "as the grader's own user"
+        said.setdefault(message, []).append(who + (" with --disable-userns" if nested else ""))
+    if len(said) == 1:
+        (message, ways), = said.items()
+        reasons = f'it said "{message}" every way it was tried ({", ".join(ways)})'
+    else:
+        reasons = "; ".join(f'"{message}" ({", ".join(ways)})' for message, ways in said.items())
+    text = f"bubblewrap at {program} cannot create a sandbox here: {reasons}; runs go unsandboxed"
+    if any(word in message for message in said for word in ("uid map", "namespace", "Operation not permitted")):
+        text += ". The system does not let this user create user namespaces"
+    return text
 
 
 _ENVIRONMENT_SENTENCE = ("scrubbed environment: only PATH, HOME, TMPDIR, LANG, LC_ALL, "

@@ -80,6 +80,16 @@ def test_a_machine_without_bubblewrap_is_told_what_to_install(tmp_path):
     assert not found.ok and "not official" in found.found and "bubblewrap" in found.fix.lower()
 
 
+def test_a_bubblewrap_without_user_namespaces_is_told_how_to_allow_them(tmp_path):
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    config = dataclasses.replace(Config.load(root=REPO_ROOT, env=os.environ), bwrap=str(fake))
+    found = doctor._sandbox(config)
+    assert not found.ok and found.found.count("setting up uid map") == 1
+    assert "apparmor_restrict_unprivileged_userns=0" in found.fix and "in force" not in found.found
+
+
 def test_the_verb_prints_its_findings_and_exits_as_grade_would(monkeypatch, capsys):
     monkeypatch.setattr(commands_doctor, "examine", lambda config: lacking("GPU"))
     assert cli.main(["doctor"]) == Cli.NO_DEVICE

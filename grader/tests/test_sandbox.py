@@ -861,6 +861,18 @@ def test_probe_failure_is_reported(space):
     assert "No permissions to create new namespace" in isolation.missing[0]
 
 
+def test_a_bubblewrap_refused_every_way_says_so_once(space):
+    """Proves: where every way of starting bubblewrap fails alike (no user namespaces for this
+    user), the reason says bubblewrap's words once, not once per attempt, and names the cause."""
+    fake = space / "fake-bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    isolation = Sandbox.detect(load_config(bwrap=str(fake))).isolation
+    why = isolation.why_not_official()
+    assert why.count("setting up uid map") == 1 and "every way it was tried" in why
+    assert "does not let this user create user namespaces" in why and len(why) < 400
+
+
 @needs_bwrap
 def test_isolation_says_what_is_in_force(workdir, limits):
     """Proves: the sandbox's Isolation, its JSON and its one-line description name what is in

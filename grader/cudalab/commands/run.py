@@ -155,8 +155,9 @@ def main(args: argparse.Namespace, config: Config) -> int:
     try:
         runner = Runner(config, spec, scratch)
         if not runner.sandbox.isolation.official:
-            console.warn("Running without the sandbox a grade uses (" + "; ".join(runner.sandbox.isolation.missing)
-                         + "). Your results are the same; only the isolation differs.")
+            console.warn("Running without the sandbox a grade uses (" + runner.sandbox.isolation.why_not_official()
+                         + "). Your results are the same; only the isolation differs (`cudalab doctor` says how to "
+                         "fix it).")
         if args.folder is not None and args.target is not None:
             raise UsageError("Give a folder or --target, not both.")
         binary, source = resolve_target(config, spec, runner, args.folder, args.target)
