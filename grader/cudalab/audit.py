@@ -95,6 +95,25 @@ class _Kept:
         return "it did not start"
 
 
+class KeptDump:
+    """A kept sample's outputs where the auditor wrote them (`path`), until release(): the
+    checker reads them there, and the auditor's folder outlives the auditor until every
+    dump of it is released."""
+
+    def __init__(self, server: "AuditServer", auditor_folder: Path, path: Path):
+        self.server, self.auditor_folder, self.path = server, auditor_folder, path
+        self._released = False
+        self._lock = threading.Lock()
+
+    def release(self) -> None:
+        """Removes the dump; a second call does nothing."""
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
+        self.server._release(self)
+
+
 def _ends_by_itself(pid: int | None, wait_s: float = 15.0) -> bool:
     """After it was told to end: True once the process has exited (or turned zombie), False
     to have it stopped at once when it has not within wait_s."""
@@ -138,6 +157,8 @@ class AuditServer:
         self._socket: socket.socket | None = None
         self._arena_fd: int | None = None
         self.channel: AuditorChannel | None = None
+        self._held: dict[Path, int] = {}  # auditor folders -> their kept samples not yet released
+        self._retired: set[Path] = set()  # folders of ended auditors, removed with their last release
 
     @classmethod
     def for_lab(cls, config, spec, scratch: Path) -> "AuditServer | None":
@@ -257,9 +278,12 @@ class AuditServer:
                 self._fail("the reference's own samples were not timed")
             return run
 
-    def dump(self, slot: int, into: Path) -> Path:
-        """The outputs of the sealed sample in `slot`, written by the auditor and moved into a
-        new folder under `into` (the caller's to remove once checked)."""
+    def dump(self, slot: int) -> "KeptDump":
+        """The outputs of the sealed sample in `slot`, written by the auditor into its own run
+        folder and judged there (no copy: a bench case's gigabyte took seconds to copy out of
+        the auditor's tmpfs). Nothing but official code can write there: the auditor's
+        folder is bound into no sandbox but its own, and the checker sees the dump read-only
+        (docs/architecture.md, "Trust"). The caller releases it once it is checked."""
         with self._lock:
             name = f"kept-{secrets.token_hex(8)}"
             try:
@@ -267,12 +291,27 @@ class AuditServer:
                 self.channel.expect(f"dumped {name}", _ANSWER_TIMEOUT_S)
             except AuditorError as err:
                 self._fail(f"the auditor could not write a kept sample ({err})")
-            # Its run folder belongs to the sandbox user: reached without following a link at
-            # any component, and only a plain tree is taken.
+            # The auditor's folder belongs to the sandbox user: the dump must be reached
+            # without a link at any component (the checker's bind would follow one).
             try:
-                return safe_files.move_out(self._auditor.folder, f"dump/{name}", fresh_dir(into, "kept") / name)
+                os.close(safe_files.open_below(self._auditor.folder, f"dump/{name}"))
             except (OSError, safe_files.NotPlainError) as err:
-                self._fail(f"the auditor's kept sample could not be taken from its folder ({err})")
+                self._fail(f"the auditor's kept sample could not be found in its folder ({err})")
+            folder = self._auditor.folder
+            self._held[folder] = self._held.get(folder, 0) + 1
+            return KeptDump(self, folder, folder / "dump" / name)
+
+    def _release(self, dump: "KeptDump") -> None:
+        """A checked dump goes, and with the last of them the folder of an auditor that has
+        ended (its removal waited for them)."""
+        with self._lock:
+            remove_tree(dump.path)
+            self._held[dump.auditor_folder] -= 1
+            if self._held[dump.auditor_folder] == 0:
+                del self._held[dump.auditor_folder]
+                if dump.auditor_folder in self._retired:
+                    self._retired.discard(dump.auditor_folder)
+                    self._remove_folder(dump.auditor_folder)
 
     def pids(self) -> frozenset[int]:
         """The auditor's and the reference program's processes (host pids), while they run."""
@@ -324,8 +363,16 @@ class AuditServer:
         self._discard(reference)
 
     def _discard(self, kept: _Kept) -> None:
+        """An ended program's folder goes now, or, for an auditor whose kept samples are still
+        being checked where it wrote them, once the last of them is released."""
+        if kept.folder in self._held:
+            self._retired.add(kept.folder)
+        else:
+            self._remove_folder(kept.folder)
+
+    def _remove_folder(self, folder: Path) -> None:
         if not self.runner.config.keep_temp:
-            remove_tree(kept.folder)
+            remove_tree(folder)
 
 
 def _first_line_with_fds(sock: socket.socket, timeout_s: float) -> tuple[str, list[int], bytes]:

@@ -22,7 +22,7 @@ from .exit_codes import Harness
 from .labspec import LabSpec
 from .runner import RUN, Runner, failure_reason, fresh_dir, read_untrusted_json, scratch_dir, why_nothing_ran
 from .sandbox import ProcessResult, Sandbox, run_limits
-from .audit import AuditServer, ProgramPipes, read_ready
+from .audit import AuditServer, KeptDump, ProgramPipes, read_ready
 from .scoring import case_points, score as compute_score, zero as zero_score
 from .status import Status
 from .timing import ChannelClosed, Pace, ProtocolError, RoundClock, SessionRun, TooSlow, score_clock, send_line
@@ -246,6 +246,7 @@ class GradingSession:
         # the work CPUs (cpus.py), never on those left to timing, and reads only its own dump.
         checks = ThreadPoolExecutor(max_workers=config.timing_rounds * kept, thread_name_prefix="kept-check")
         pending: list = []
+        dumps: list[tuple[KeptDump, object]] = []  # every kept sample taken, released once checked
         try:
             for number in range(1, config.timing_rounds + 1):
                 with gpu.exclusive(config.gpu_device):  # a round's samples, the GPU alone
@@ -260,7 +261,8 @@ class GradingSession:
                     sub = run.student
                     kept_now = [] if sub.wrong else sub.kept
                     with _seconds(seconds, "dump") if kept_now else nullcontext():
-                        dumps = [(server.dump(k.slot, self.tmp), k) for k in kept_now]
+                        taken = [(server.dump(k.slot), k) for k in kept_now]
+                        dumps += taken
                 if number == config.timing_rounds and server is not self.audit_server:
                     self.bench_clocks += server.close()  # the GPU is free for the kept samples' checks
                 if sub.wrong:
@@ -270,7 +272,7 @@ class GradingSession:
                         "returns.")
                 samples = samples or run.reference.timed
                 perf["samples"] = samples
-                pending += [checks.submit(self._check_kept_sample, dump, k) for dump, k in dumps]
+                pending += [checks.submit(self._check_kept_sample, dump, k) for dump, k in taken]
                 blank_ms = run.reference.blank_median_ms()
                 reference_ms = run.reference.call_ms(blank_ms)
                 rounds.append(RoundClock(reference_ms=reference_ms, student_ms=sub.call_ms(blank_ms),
@@ -288,6 +290,8 @@ class GradingSession:
             return perf
         finally:
             checks.shutdown(wait=True, cancel_futures=True)
+            for dump, _ in dumps:  # those whose check was cancelled (a check releases its own)
+                dump.release()
             if server is not self.audit_server:
                 server.close()
         scored = score_clock(rounds, server.floor, config.timing_floor_fraction)
@@ -308,13 +312,14 @@ class GradingSession:
         finally:
             self.kept_check_s = time.perf_counter() - started
 
-    def _check_kept_sample(self, dump: Path, sample) -> None:
-        """One kept timed sample, as the auditor sealed it, against its own inputs."""
+    def _check_kept_sample(self, dump: KeptDump, sample) -> None:
+        """One kept timed sample, as the auditor sealed it, against its own inputs, judged
+        where the auditor wrote it."""
         case = self.spec.scoring.timing_case
         try:
-            verdict = self.runner.check(dump, sample.seed, bench_case=case).get(case, {})
+            verdict = self.runner.check(dump.path, sample.seed, bench_case=case).get(case, {})
         finally:
-            remove_tree(dump.parent)
+            dump.release()
         if verdict.get("status") != "passed":
             raise _PerformanceZero(
                 f"Your program's output in timed sample {sample.number} was wrong ({case}: "

@@ -285,17 +285,26 @@ def move_file(name: str, folder_fd: int, target: str, target_fd: int, where: str
     os.unlink(name, dir_fd=folder_fd)
 
 
+def open_below(folder: Path, relative: str) -> int:
+    """A descriptor of the folder `relative` (a/b/c) below `folder`, every component resolved
+    from `folder` without following a link; NotPlainError where one is a link or no folder."""
+    fd = open_folder(folder)
+    for part in [p for p in relative.split("/") if p]:
+        try:
+            inner = open_folder(part, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = inner
+    return fd
+
+
 def move_out(folder: Path, relative: str, target: Path) -> Path:
     """Move the entry `relative` (a/b/c) below `folder` to `target` (whose parent must exist),
     resolving every component from `folder` without following links, and check that what
     was moved is a plain tree. Returns `target`."""
-    *parents, name = relative.split("/")
-    fd = open_folder(folder)
+    parents, _, name = relative.rpartition("/")
+    fd = open_below(folder, parents)
     try:
-        for part in parents:
-            inner = open_folder(part, dir_fd=fd)
-            os.close(fd)
-            fd = inner
         target_fd = open_folder(target.parent)
         try:
             os.rename(name, target.name, src_dir_fd=fd, dst_dir_fd=target_fd)

@@ -111,9 +111,29 @@ def test_a_timed_program_is_told_go_and_nothing_else_whatever_is_kept(toy_config
     assert {k.number for k in run.kept} <= set(numbers)
     # Its own folder holds nothing of the kept samples: the auditor wrote them where the
     # program cannot see them, and they come to the grader only when asked for.
-    kept = [audit.dump(k.slot, tmp_path / "kept") for k in run.kept]
-    assert all((folder / "b_1000.c.bin").read_text() == f"{k.seed}:b_1000\n" for folder, k in zip(kept, run.kept))
+    kept = [audit.dump(k.slot) for k in run.kept]
+    assert all((d.path / "b_1000.c.bin").read_text() == f"{k.seed}:b_1000\n" for d, k in zip(kept, run.kept))
+    for dump in kept:
+        dump.release()
     audit.close()
+
+
+def test_a_kept_sample_stays_where_the_auditor_wrote_it_until_released(toy_config, toy_root, tmp_path):
+    """A kept sample is judged in the auditor's own folder, not copied out: the folder of an
+    auditor that ended (a grade's last round, a batch's server replaced) stays until its last
+    dump is released, and goes then."""
+    audit = server(toy_config, toy_root, tmp_path)
+    binary = write_fake(tmp_path / "student" / "toy_submission", name="toy_submission", sample_ms=0.5)
+    run = timed_program(audit, binary, pace(samples=10, keep=2, student=True))["paced_run"].student
+    first, second = (audit.dump(k.slot) for k in run.kept)
+    auditor_folder = first.path.parent.parent
+    assert second.path.parent.parent == auditor_folder and first.path != second.path
+    audit.close()
+    first.release()
+    assert not first.path.exists() and second.path.is_dir()  # the other is still being checked
+    second.release()
+    second.release()  # a second release does nothing
+    assert not auditor_folder.exists()
 
 
 def test_a_reference_that_dies_is_a_grader_error_and_the_next_session_starts_afresh(toy_config, toy_root, tmp_path):

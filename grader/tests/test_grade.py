@@ -428,6 +428,61 @@ def test_a_rounds_kept_sample_is_checked_while_the_next_round_runs(toy_config, t
 
 
 
+def _kept_checks_after_the_auditor_ended(monkeypatch, verdict: str | None = None) -> list[Path]:
+    """Holds every kept sample's check until the grade's auditor has ended (its last round is
+    over), then judges it (or gives `verdict` instead); returns the dumps the checker got."""
+    import threading
+    from cudalab import audit
+    ended = threading.Event()
+    judged: list[Path] = []
+    real_close, real_check = audit.AuditServer.close, Runner.check
+
+    def close(self):
+        try:
+            return real_close(self)
+        finally:
+            ended.set()
+
+    def check(self, dump, seed, *, bench_case=None, **kwargs):
+        if bench_case is None:
+            return real_check(self, dump, seed, bench_case=bench_case, **kwargs)
+        assert ended.wait(30)
+        judged.append(dump)
+        assert (dump / f"{bench_case}.c.bin").is_file()  # still there, the auditor gone
+        if verdict is None:
+            return real_check(self, dump, seed, bench_case=bench_case, **kwargs)
+        return {bench_case: {"name": bench_case, "status": verdict, "message": "c[3] is wrong"}}
+
+    monkeypatch.setattr(audit.AuditServer, "close", close)
+    monkeypatch.setattr(Runner, "check", check)
+    return judged
+
+
+def test_a_kept_sample_is_judged_where_the_auditor_wrote_it_and_outlives_the_auditor(
+        toy_config, toy_submission, fake_submission, monkeypatch):
+    """No copy of a kept sample (a bench case's gigabyte took seconds): the checker reads it in
+    the auditor's own run folder, which stays until the last check is done even though the
+    auditor ends with the last round; then nothing of it is left."""
+    fake_submission(sample_ms=1.0)
+    judged = _kept_checks_after_the_auditor_ended(monkeypatch)
+    result = grade_toy(toy_config, toy_submission, keep_temp=False)
+    assert result["performance"]["status"] == "scored", result["performance"]["message"]
+    assert len(judged) == 1 and judged[0].parent.name == "dump" and judged[0].parent.parent.name.startswith("auditor-")
+    assert not judged[0].parent.parent.exists()  # released, and the ended auditor's folder with it
+
+
+def test_a_wrong_kept_sample_still_zeroes_performance_when_its_check_outlasts_the_rounds(
+        toy_config, toy_submission, fake_submission, monkeypatch):
+    """A kept sample's check runs beside the later rounds and may end after them: its verdict
+    still decides, and the grade waits for it."""
+    fake_submission(sample_ms=1.0)
+    judged = _kept_checks_after_the_auditor_ended(monkeypatch, verdict="failed")
+    result = grade_toy(toy_config, toy_submission)
+    perf = result["performance"]
+    assert len(judged) == 1 and perf["status"] == "zero" and result["score"]["performance"] == 0
+    assert "output in timed sample" in perf["message"] and "c[3] is wrong" in perf["message"]
+
+
 def test_a_grade_times_while_the_checker_judges_and_drops_the_timing_when_a_case_fails(
         toy_config, toy_submission, fake_submission):
     """One grade has the GPU to itself, so it times the submission while the checker judges
