@@ -13,6 +13,7 @@ import shutil
 import stat
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -566,7 +567,15 @@ class SubmissionBuilder:
                                  [f.message for f in found])
 
     def link(self) -> Path:
-        linked = self.step(["/bin/sh", "-c", self.commands["link"]])
+        return self.linked(self.run_link())
+
+    def run_link(self) -> ProcessResult:
+        """The link command, run in the sandbox; what it gave is judged by linked()."""
+        return self.step(["/bin/sh", "-c", self.commands["link"]])
+
+    def linked(self, linked: ProcessResult) -> Path:
+        """The binary the link made, or CompileError with what went wrong (in words that name
+        the symbols check_symbols found, so it comes after it)."""
         self.log += _log(linked)
         past_a_limit = _past_a_limit(linked, "link", self.config) if linked.exit_code != 0 else ""
         if past_a_limit:
@@ -592,9 +601,19 @@ def build_submission(config: Config, spec: LabSpec, folder: Path, work: Path) ->
     for name in builder.staged.ignored_files:
         console.warn(f"ignored {name}: the {spec.name} lab only takes {', '.join(spec.files)}")
     builder.compile()
-    builder.check_symbols()
-    builder.check_forbidden()
-    binary = builder.link()
+    # The link runs beside the object's checks, which only read the object (1 to 2 s of
+    # object analysis in a process of its own): its binary is taken only once both passed,
+    # and the checks' findings come first, as when they ran before it.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="link") as pool:
+        linking = pool.submit(builder.run_link)
+        try:
+            builder.check_symbols()
+            builder.check_forbidden()
+        except BaseException:
+            wait([linking])
+            remove_tree(builder.build_dir / builder.commands["binary"])  # never run: the checks refused it
+            raise
+        binary = builder.linked(linking.result())
     return SubmissionBuild(binary, builder.staged, builder.log)
 
 

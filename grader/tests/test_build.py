@@ -596,3 +596,56 @@ def test_a_malformed_object_fails_closed_in_both_checks(tmp_path):
     assert finding.severity == "error" and finding.message.startswith(
         "The compiled reduction.cu could not be searched for the libraries the reduction lab forbids. The "
         "object compiled from reduction.cu was refused: it is not a well-formed object (")
+
+
+class _BuilderBesideItsLink:
+    """A SubmissionBuilder whose steps only record what ran when: the link takes until the
+    object's checks are over, and writes its binary then."""
+    refuse = False
+
+    def __init__(self, config, spec, folder, work):
+        import threading
+        self.build_dir, self.commands, self.log = work / "build", {"binary": "toy_submission"}, ""
+        self.build_dir.mkdir(parents=True)
+        self.staged = type("Staged", (), {"ignored_files": []})()
+        self.link_started, self.checks_done = threading.Event(), threading.Event()
+
+    def compile(self):
+        pass
+
+    def run_link(self):
+        self.link_started.set()
+        self.checks_done.wait(10)
+        (self.build_dir / "toy_submission").write_text("linked\n")
+        return "linked"
+
+    def check_symbols(self):
+        assert self.link_started.wait(10), "the link did not start beside the object's checks"
+        if self.refuse:
+            self.checks_done.set()  # (as a real refusal: the link is not waited for)
+            raise CompileError("toy.cu compiled, but it defines 1 symbol that only the harness may define",
+                               ["toy.cu defines main()"])
+
+    def check_forbidden(self):
+        self.checks_done.set()
+
+    def linked(self, result):
+        assert result == "linked" and self.checks_done.is_set()
+        return self.build_dir / "toy_submission"
+
+
+def test_the_link_runs_beside_the_objects_checks_and_is_taken_once_they_pass(spec, toy_submission, tmp_path,
+                                                                            monkeypatch):
+    monkeypatch.setattr(build, "SubmissionBuilder", _BuilderBesideItsLink)
+    built = build.build_submission(None, spec, toy_submission, tmp_path / "work")
+    assert built.binary.read_text() == "linked\n"
+
+
+def test_a_refused_object_is_refused_although_its_link_ran_beside_the_check(spec, toy_submission, tmp_path,
+                                                                           monkeypatch):
+    """The symbol check's refusal is the build's error, and the binary linked meanwhile is
+    removed: a refused object never runs."""
+    monkeypatch.setattr(build, "SubmissionBuilder", type("Refusing", (_BuilderBesideItsLink,), {"refuse": True}))
+    with pytest.raises(CompileError, match="defines 1 symbol"):
+        build.build_submission(None, spec, toy_submission, tmp_path / "work")
+    assert not (tmp_path / "work" / "build" / "toy_submission").exists()
