@@ -4,13 +4,17 @@ kept samples) and the labs' lab.toml. Each is read out of the prose and compared
 changing a default without its documentation fails here."""
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import re
+from unittest import mock
 
 import pytest
 
-from cudalab import labspec
+from cudalab import bundle, calibration, cli, export, handout, labs, labspec
 from cudalab.config import GIB, KIB, MIB, Config
+from cudalab.exit_codes import Cli, Harness
+from cudalab.status import Status
 from conftest import REPO_ROOT
 
 DOCS = ("README.md", "grader/README.md", "docs/architecture.md")
@@ -131,3 +135,234 @@ def test_the_readme_names_the_bundles_verbs_as_the_bundle_offers_them():
     said = re.search(r"offers the student verbs only \(([^)]*)\)", prose("README.md"))
     assert said, "README.md no longer says which verbs a student bundle offers"
     assert re.findall(r"`(\w+)`", said[1]) == list(bundle.STUDENT_VERBS)
+
+
+# --- what every document names: verbs, options, settings, exit codes, statuses ------------------
+#
+# Each check below reads every place a user reads (READMEs, docs/, the handouts as the repository
+# and a bundle hand them out, the bundle's README, the starters' comments and `cudalab VERB --help`)
+# and holds whatever it names to the code that defines it, so that a renamed option, a new exit
+# code or a verb a bundle lacks fails here instead of misleading a reader.
+
+def verb_parsers() -> dict[str, argparse.ArgumentParser]:
+    parser = cli.make_parser()
+    verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(verbs.choices)
+
+
+def verb_options() -> dict[str, set[str]]:
+    return {verb: {o for action in sub._actions for o in action.option_strings}
+            for verb, sub in verb_parsers().items()}
+
+
+def help_texts() -> dict[str, str]:
+    """What `cudalab VERB --help` prints, per verb (its description and every option's help)."""
+    return {f"cudalab {verb} --help": sub.format_help() for verb, sub in verb_parsers().items()}
+
+
+def rendered_bundle_handouts() -> dict[str, str]:
+    """Each lab's handout as a student bundle hands it out, rendered as if every calibration had
+    been measured on other inputs than today's (the sentence that names a verb to fix that)."""
+    config = Config.load(env={}, root=REPO_ROOT, preset="ci")
+    stale = [{"name": "n_stale", "then": "n=1", "now": "n=2"}]
+    rendered = {}
+    with mock.patch.object(calibration, "measured_on_other_inputs", lambda entry, spec: stale):
+        for name in labs.available_labs(REPO_ROOT):
+            spec = labs.load_lab(config, name)
+            known = calibration.read(spec.folder / calibration.FILE_NAME, spec.name)
+            rendered[f"handouts/{name}.md (in a bundle)"] = handout.render_markdown(spec, known, for_bundle=True)
+    return rendered
+
+
+def bundle_readme() -> str:
+    config = Config.load(env={}, root=REPO_ROOT, preset="ci")
+    return export.render_readme([labs.load_lab(config, name) for name in labs.available_labs(REPO_ROOT)], version="0.1.0")
+
+
+def documents() -> dict[str, str]:
+    """Every text a user reads, by where it is read."""
+    docs = {name: (REPO_ROOT / name).read_text(encoding="utf-8")
+            for name in ("README.md", "grader/README.md", "docs/architecture.md", "docs/extending.md")}
+    docs.update({str(p.relative_to(REPO_ROOT)): p.read_text(encoding="utf-8")
+                 for p in sorted((REPO_ROOT / "handouts").glob("*.md"))})
+    docs.update({str(p.relative_to(REPO_ROOT)): "\n".join(line.lstrip("/ ") for line in p.read_text(encoding="utf-8")
+                                                         .splitlines() if line.lstrip().startswith("//"))
+                 for p in sorted((REPO_ROOT / "starter").glob("*/*.cu"))})
+    docs["the bundle's README.md"] = bundle_readme()
+    docs.update(rendered_bundle_handouts())
+    docs.update(help_texts())
+    return docs
+
+
+FENCE = re.compile(r"^\s*```[^\n]*\n(.*?)^\s*```", re.S | re.M)
+
+
+def code_spans(text: str) -> list[str]:
+    """The code a document shows: each line of a fenced block, each `inline span`, and each
+    indented line that starts with `cudalab ` (a help text's usage lines)."""
+    spans = [line for block in FENCE.findall(text) for line in block.splitlines()]
+    rest = FENCE.sub("", text)
+    spans += [line.strip() for line in rest.splitlines() if re.match(r"\s+cudalab ", line)]
+    spans += re.findall(r"`([^`]+)`", " ".join(rest.split()))
+    return spans
+
+
+def commands(span: str) -> list[tuple[str, str]]:
+    """(verb, the words after it) for each `cudalab VERB ...` in a span of code, its shell
+    comment left out."""
+    code = re.split(r"\s#\s", span)[0]
+    return [(m["verb"], m["rest"]) for m in re.finditer(r"(?<![\w./-])(?:\S*/)?cudalab (?P<verb>[a-z][\w-]*)(?P<rest>[^;`]*)",
+                                                        code) if not m["verb"].startswith(("labspec", "pacer", "slurm", "sdk"))]
+
+
+def options(words: str) -> list[str]:
+    """The options in a command's words: `--name` or `-n`, without a value written with `=`;
+    an option given as another program's value (`--sbatch-arg=--time=...`) is that program's."""
+    return re.findall(r"(?<![\w=-])(--?[a-zA-Z][\w-]*)", words)
+
+
+def test_every_cudalab_command_the_docs_show_is_a_verb_with_those_options():
+    known = verb_options()
+    wrong = []
+    for where, text in documents().items():
+        for span in code_spans(text):
+            for verb, words in commands(span):
+                if verb not in known:
+                    wrong.append(f"{where}: `{span}` names `cudalab {verb}`, which is no verb (cli.VERBS)")
+                    continue
+                wrong += [f"{where}: `{span}` gives `cudalab {verb}` the option {option}, which it does not take"
+                          for option in options(words) if option not in known[verb]]
+    assert not wrong, "\n".join(wrong)
+
+
+def option_defined_in_code(option: str) -> bool:
+    """Whether some program of the repository defines `option`: a verb's argparse, a lab binary's
+    or checker's parser (common/labkit), a tool's, a CMake script's."""
+    if any(option in opts for opts in verb_options().values()):
+        return True
+    for folder, suffixes in (("common", (".cpp", ".hpp", ".cu")), ("tools", (".py", ".sh")),
+                             ("grader/cudalab", (".py",)), ("cmake", (".cmake", ".txt"))):
+        for path in (REPO_ROOT / folder).rglob("*"):
+            if path.suffix in suffixes and f'"{option}' in path.read_text(encoding="utf-8", errors="replace"):
+                return True
+    return False
+
+
+def test_every_option_the_docs_name_is_defined_by_a_program_of_the_repository():
+    named = {(where, option) for where, text in documents().items() if not where.endswith("--help")
+             for span in code_spans(text) for option in options(span) if option.startswith("--")}
+    missing = sorted(f"{where}: {option}" for where, option in named if not option_defined_in_code(option))
+    assert not missing, "options no program of the repository takes:\n" + "\n".join(missing)
+
+
+def test_every_cudalab_variable_the_docs_name_is_a_setting_or_read_by_the_code():
+    """`CUDALAB_<NAME>` is a Config setting where NAME is one of its fields; the others the docs
+    name (the harness's CUDALAB_GPU_MEMORY_LIMIT, CMake's CUDALAB_STUDENT_BUNDLE, the tests'
+    switches) must be read somewhere, under that exact name."""
+    fields = {f.name.upper() for f in dataclasses.fields(Config)}
+    sources = [p for folder in ("common", "tools", "grader", "cmake") for p in (REPO_ROOT / folder).rglob("*")
+               if p.suffix in (".py", ".sh", ".cpp", ".hpp", ".cu", ".cmake", ".txt", ".j2")]
+    code = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in sources) + \
+        (REPO_ROOT / "CMakeLists.txt").read_text(encoding="utf-8")
+    unknown = sorted({f"{where}: {name}" for where, text in documents().items()
+                      for name in re.findall(r"\bCUDALAB_([A-Z0-9_]*[A-Z0-9])\b", text)
+                      if name not in fields and f"CUDALAB_{name}\"" not in code
+                      and f"CUDALAB_{name}" not in code.replace(f"CUDALAB_{name}_", "")})
+    assert not unknown, "variables neither Config nor any program reads:\n" + "\n".join(unknown)
+
+
+# What each CLI exit code is about, in words any sentence that names it uses.
+CLI_CODE_WORDS = {
+    Cli.UNKNOWN_LAB: ("unknown lab",),
+    Cli.SUBMISSION_INVALID: ("missing", "symlink", "refused", "file"),
+    Cli.COMPILE_ERROR: ("compile", "symbol"),
+    Cli.NO_DEVICE: ("no cuda device", "no gpu", "without a gpu", "not_run"),
+    Cli.INTERNAL: ("grader", "build", "tool"),
+    Cli.NOT_ISOLATED: ("sandbox",),
+    Cli.FORBIDDEN: ("forbid",),
+    Cli.REJECTED: ("accepted", "reject", "leak", "finding"),
+}
+
+
+def test_every_cli_exit_code_the_docs_name_is_one_with_that_meaning():
+    """"exit 25", "exits 23", "(exit 27": each names a code of exit_codes.Cli, in a sentence about
+    what that code means."""
+    wrong, seen = [], set()
+    for where, text in documents().items():
+        flat = " ".join(text.split())
+        for match in re.finditer(r"\bexit(?:s| with| code)? (\d{2,3})\b", flat):
+            code = int(match[1])
+            if code in (130, 141):  # interrupted, or its reader gone: as a shell reports signals
+                continue
+            if code not in set(Cli):
+                wrong.append(f"{where}: '{match[0]}' is no exit code of cudalab (exit_codes.Cli)")
+                continue
+            seen.add(code)
+            sentence = flat[max(0, match.start() - 160):match.end() + 160].lower()
+            if not any(word in sentence for word in CLI_CODE_WORDS.get(Cli(code), ())):
+                wrong.append(f"{where}: '{match[0]}' is {Cli(code).name}, but the sentence is about something else: "
+                             f"...{flat[max(0, match.start() - 80):match.end() + 40]}...")
+    assert not wrong, "\n".join(wrong)
+    assert {Cli.NO_DEVICE, Cli.NOT_ISOLATED, Cli.REJECTED} <= seen
+
+
+def test_the_exit_code_paragraph_gives_every_cli_code_its_meaning():
+    """grader/README.md's "Exit codes": '20 for an unknown lab, 21 when ...', one per code."""
+    section = prose("grader/README.md").split("### Exit codes", 1)[1].split("`batch` exits", 1)[0]
+    said = {int(m[1]): m[2].lower() for m in re.finditer(r"\b(\d+) (?:on|for|when) ([^,]+)", section)}
+    assert set(said) == {int(c) for c in Cli}, said
+    for code, words in said.items():
+        if code in (Cli.DONE, Cli.USAGE):
+            assert Cli(code).name.lower() in words, f"{code}: '{words}'"
+        else:
+            assert any(w in words for w in CLI_CODE_WORDS[Cli(code)]), f"{code}: '{words}'"
+
+
+def test_the_exit_code_table_is_the_harness_codes():
+    section = prose("docs/architecture.md").split("## Exit codes", 1)[1].split("## The lab binary", 1)[0]
+    table = {int(m[1]): m[2] for m in re.finditer(r"\| (\d+) \| (\w+) \|", section)}
+    assert table == {int(code): code.status for code in Harness}
+
+
+def test_run_passes_through_the_harness_codes_the_readme_names():
+    said = re.search(r"`run` passes the lab binary's own code through \(([^)]*)\)", prose("grader/README.md"))
+    assert said, "grader/README.md no longer says which codes `run` passes through"
+    codes = {int(m[1]): m[2].lower() for m in re.finditer(r"(\d+) ([\w ]+?)(?:,|$)", said[1])}
+    assert codes == {int(c): c.name.replace("_", " ").lower() for c in Harness
+                     if c not in (Harness.USAGE, Harness.NO_DEVICE)}, codes
+
+
+def test_every_status_the_docs_name_is_one_a_result_can_have():
+    """"status `not_run`": a grade's status (status.py), or a run's or checker's word (exit_codes.Harness)."""
+    words = {s.value for s in Status} | {c.status for c in Harness}
+    wrong = sorted({f"{where}: status `{word}`" for where, text in documents().items()
+                    for word in re.findall(r"status `(\w+)`", " ".join(text.split())) if word not in words})
+    assert not wrong, "statuses no result has:\n" + "\n".join(wrong)
+
+
+def test_every_numeric_default_a_help_text_gives_is_the_options_default():
+    """`--samples` "(default 30)" in `cudalab calibrate --help` is argparse's default."""
+    wrong = []
+    for verb, sub in verb_parsers().items():
+        for action in sub._actions:
+            said = re.search(r"\(default:? (\d+(?:\.\d+)?)\b", action.help or "")
+            # None: the option's default is applied where it is used (an executor's options are
+            # None unless given, so that another executor's can be told apart)
+            if said and action.default is not None and float(said[1]) != action.default:
+                wrong.append(f"cudalab {verb} {'/'.join(action.option_strings)}: its help says default {said[1]}, "
+                             f"argparse's default is {action.default!r}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_bundles_texts_name_only_the_verbs_a_bundle_offers():
+    """A student bundle offers bundle.STUDENT_VERBS only: its handouts name no other verb, and its
+    README names another only to say it is not there."""
+    wrong = [f"{where}: `{span}`" for where, text in rendered_bundle_handouts().items() for span in code_spans(text)
+             for verb, _ in commands(span) if verb not in bundle.STUDENT_VERBS]
+    assert not wrong, "a bundle's handout names a verb it does not offer:\n" + "\n".join(wrong)
+    readme = bundle_readme()
+    for verb in sorted(set(cli.VERBS) - set(bundle.STUDENT_VERBS)):
+        for match in re.finditer(rf"cudalab {verb}\b", readme):
+            sentence = readme[max(0, match.start() - 300):match.end() + 300]
+            assert re.search(r"[Nn]ot here|only in the course's|not part of this", sentence), \
+                f"the bundle's README names `cudalab {verb}` as if a bundle had it"
