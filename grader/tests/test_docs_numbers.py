@@ -255,19 +255,18 @@ def test_every_option_the_docs_name_is_defined_by_a_program_of_the_repository():
     assert not missing, "options no program of the repository takes:\n" + "\n".join(missing)
 
 
-def test_every_cudalab_variable_the_docs_name_is_a_setting_or_read_by_the_code():
+def test_every_variable_the_docs_name_is_a_setting_or_read_by_the_code():
     """`CUDALAB_<NAME>` is a Config setting where NAME is one of its fields; the others the docs
     name (the harness's CUDALAB_GPU_MEMORY_LIMIT, CMake's CUDALAB_STUDENT_BUNDLE, the tests'
-    switches) must be read somewhere, under that exact name."""
-    fields = {f.name.upper() for f in dataclasses.fields(Config)}
+    switches, tools/gpu-check.sh's GPU_CHECK_*) must be read somewhere, under that exact name."""
+    fields = {f"CUDALAB_{f.name.upper()}" for f in dataclasses.fields(Config)}
     sources = [p for folder in ("common", "tools", "grader", "cmake") for p in (REPO_ROOT / folder).rglob("*")
                if p.suffix in (".py", ".sh", ".cpp", ".hpp", ".cu", ".cmake", ".txt", ".j2")]
     code = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in sources) + \
         (REPO_ROOT / "CMakeLists.txt").read_text(encoding="utf-8")
     unknown = sorted({f"{where}: {name}" for where, text in documents().items()
-                      for name in re.findall(r"\bCUDALAB_([A-Z0-9_]*[A-Z0-9])\b", text)
-                      if name not in fields and f"CUDALAB_{name}\"" not in code
-                      and f"CUDALAB_{name}" not in code.replace(f"CUDALAB_{name}_", "")})
+                      for name in re.findall(r"\b(?:CUDALAB|GPU_CHECK)_[A-Z0-9_]*[A-Z0-9]\b", text)
+                      if name not in fields and not re.search(rf"\b{name}\b", code)})
     assert not unknown, "variables neither Config nor any program reads:\n" + "\n".join(unknown)
 
 
@@ -366,3 +365,43 @@ def test_a_bundles_texts_name_only_the_verbs_a_bundle_offers():
             sentence = readme[max(0, match.start() - 300):match.end() + 300]
             assert re.search(r"[Nn]ot here|only in the course's|not part of this", sentence), \
                 f"the bundle's README names `cudalab {verb}` as if a bundle had it"
+
+
+def test_the_students_commands_in_the_readme_are_the_bundles():
+    """README.md's "For students" says its commands work as written in a bundle: each verb of its
+    blocks is one a bundle offers."""
+    section = (REPO_ROOT / "README.md").read_text(encoding="utf-8").split("## For students", 1)[1].split("\n## ", 1)[0]
+    verbs = [verb for block in FENCE.findall(section) for line in block.splitlines() for verb, _ in commands(line)]
+    assert verbs and not [verb for verb in verbs if verb not in bundle.STUDENT_VERBS], verbs
+
+
+def test_what_the_bundle_readme_says_its_handouts_name_they_name():
+    readme = " ".join(bundle_readme().split())
+    handouts = "\n".join(rendered_bundle_handouts().values())
+    for said in re.finditer(r"handouts (?:also )?name ([^.:]*)", readme):
+        for verb in re.findall(r"`cudalab (\w+)`", said[1]):
+            assert f"cudalab {verb}" in handouts, f"the bundle's README says its handouts name `cudalab {verb}`"
+
+
+def test_the_result_examples_statuses_are_the_schemas():
+    """grader/README.md's example of a cudalab.grade/1 result spells out each status's values
+    ("graded|not_run|..."): they are the schema's, which status.py and grade.py write."""
+    import json
+    schema = json.loads((REPO_ROOT / "grader/cudalab/schemas/grade.schema.json").read_text(encoding="utf-8"))
+    example = prose("grader/README.md").split("## Result schema `cudalab.grade/1`", 1)[1].split("```", 2)[1]
+    wanted = {"status": schema["properties"]["status"]["enum"],
+              "performance": schema["properties"]["performance"]["properties"]["status"]["enum"],
+              "cases": schema["$defs"]["case"]["properties"]["status"]["enum"]}
+    for key, values in wanted.items():
+        said = re.search(rf'"{key}": \[?\{{?(?:"name": "[^"]*", "params": \{{[^}}]*\}}, )?"?(?:status": )?"([a-z_|]+)"',
+                         example)
+        assert said, f"the example no longer spells out {key}'s statuses"
+        assert sorted(said[1].split("|")) == sorted(values), f"{key}: {said[1]} in the example, {values} in the schema"
+    assert sorted(schema["properties"]["status"]["enum"]) == sorted(s.value for s in Status)
+
+
+def test_the_hostile_suite_is_said_to_cover_the_labs_it_covers():
+    said = re.search(r"buggy and cheating submissions for every lab but (\w+)", prose("grader/README.md"))
+    assert said, "grader/README.md no longer says which labs the hostile suite covers"
+    covered = {p.name for p in (REPO_ROOT / "grader/tests/submissions").iterdir() if p.is_dir()}
+    assert set(labs.available_labs(REPO_ROOT)) - covered == {said[1]}
