@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import re
 from unittest import mock
 
@@ -405,3 +406,61 @@ def test_the_hostile_suite_is_said_to_cover_the_labs_it_covers():
     assert said, "grader/README.md no longer says which labs the hostile suite covers"
     covered = {p.name for p in (REPO_ROOT / "grader/tests/submissions").iterdir() if p.is_dir()}
     assert set(labs.available_labs(REPO_ROOT)) - covered == {said[1]}
+
+
+def cpp_constant(header: str, name: str) -> float:
+    """A numeric `constexpr` of common/labkit: `kName = std::size_t{256} << 20;` is 268435456."""
+    text = (REPO_ROOT / "common" / "labkit" / header).read_text(encoding="utf-8")
+    expression = re.search(rf"\b{name} = ([^;]+);", text)[1]
+    expression = re.sub(r"std::\w+[({]([\d.]+)[)}]", r"\1", expression)
+    assert re.fullmatch(r"[\d.\s<*+]+", expression), f"{header}: {name} = {expression} is no plain number"
+    return eval(expression)  # digits and operators only, checked above
+
+
+def constants_in_prose():
+    """(document, what it says in the words around the numbers, the numbers the code defines)."""
+    from cudalab import object_analysis, runner, timing
+    limits = object_analysis.DEFAULT_LIMITS
+    return [
+        ("docs/architecture.md", r"Objects far beyond anything a lab compiles to \((\d+) MiB, (\d[\d ]*) symbols, "
+         r"(\d[\d ]*) sections\)", (limits.object_bytes / MIB, limits.symbols, limits.sections)),
+        ("docs/architecture.md", r"less a margin of (\d+) % plus (\d+) MiB",
+         (cpp_constant("memory_fit.hpp", "kMemoryMarginPercent"), cpp_constant("memory_fit.hpp", "kMemoryMarginBytes") / MIB)),
+        ("docs/architecture.md", r"within (\d+) % RMS of the reference on the whole \(outputs of (\d+) elements",
+         (cpp_constant("audit.hpp", "kScreenRelativeRms") * 100, cpp_constant("audit.hpp", "kScreenMinElements"))),
+        ("docs/architecture.md", r"up to 2\^(\d+) pixels",
+         (math.log2(cpp_constant("checker.cpp", "kMaxImagePixels")),)),
+        ("docs/architecture.md", r"ratio after (\d+) timed samples of a round", (timing.TooSlow.after,)),
+        ("grader/README.md", r"\(after (\d+) timed samples\)", (timing.TooSlow.after,)),
+        ("grader/README.md", r"at most (\d+) MiB, and never decides a grade", (runner._JSON_LIMIT / MIB,)),
+        ("grader/README.md", r"stdout and stderr drained and capped \((\d+) KiB each\)",
+         (DEFAULTS["output_cap_bytes"] / KIB,)),
+        ("grader/README.md", r"`RLIMIT_FSIZE` \((\d+) GiB\)", (DEFAULTS["file_size_limit_bytes"] / GIB,)),
+        ("grader/README.md", r"`RLIMIT_CPU` \((\d+) × the wall limit\)", (DEFAULTS["cpu_time_factor"],)),
+        ("grader/README.md", r"keeps the first (\d+) compiler lines", (DEFAULTS["compile_feedback_lines"],)),
+        ("grader/README.md", r"runs of (\d+) or more identifiers and numbers", (export.MIN_LEAK_TOKENS,)),
+        ("README.md", r"`\[scoring\] time_limit_s`, (\d+) s", (labspec.Scoring.time_limit_s,)),
+        ("docs/architecture.md", r"`\[scoring\] time_limit_s` \((\d+) s unless lab.toml says otherwise\)",
+         (labspec.Scoring.time_limit_s,)),
+    ]
+
+
+@pytest.mark.parametrize("doc,words,values", constants_in_prose(), ids=lambda v: v if isinstance(v, str) else "")
+def test_each_number_the_prose_gives_of_a_constant_is_the_codes(doc, words, values):
+    said = re.search(words, prose(doc))
+    assert said, f"{doc} no longer says '{words}' (reworded? update this test with it)"
+    assert tuple(float(n.replace(" ", "")) for n in said.groups()) == tuple(float(v) for v in values), \
+        f"{doc}: '{said[0]}', but the code defines {values}"
+
+
+def test_the_verb_table_gives_every_verb_with_every_option_it_takes():
+    """grader/README.md's table of verbs: a row per verb of cli.VERBS, and each row names every
+    option its parser takes (besides --help, and --json and --preset, which the text above the
+    table gives every verb)."""
+    rows = {m[1]: m[0] for m in re.finditer(r"^\| `cudalab (\w+)[^\n]*", (REPO_ROOT / "grader/README.md")
+                                           .read_text(encoding="utf-8"), re.M)}
+    assert sorted(rows) == sorted(cli.VERBS)
+    missing = [f"`cudalab {verb}`'s row does not name {option}" for verb, opts in verb_options().items()
+               for option in sorted(opts - {"-h", "--help", "--json", "--preset"})
+               if not re.search(rf"{re.escape(option)}(?![\w-])", rows[verb])]
+    assert not missing, "\n".join(missing)
