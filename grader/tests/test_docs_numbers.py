@@ -464,3 +464,50 @@ def test_the_verb_table_gives_every_verb_with_every_option_it_takes():
                for option in sorted(opts - {"-h", "--help", "--json", "--preset"})
                if not re.search(rf"{re.escape(option)}(?![\w-])", rows[verb])]
     assert not missing, "\n".join(missing)
+
+
+# Where the docs name a path by its folder inside grader/ or common/ ("cudalab/config.py").
+PATH_BASES = {"cudalab/": "grader/", "labkit/": "common/", "tests/": "grader/"}
+FILE_SUFFIXES = ("py", "json", "md", "html", "j2", "toml", "csv", "txt", "cmake", "sh", "cu", "hpp", "cpp", "in")
+
+
+def test_every_file_and_test_the_docs_name_exists():
+    """`grader/cudalab/sandbox.py`, `labkit/audit.hpp`, `tests/test_layering.py`,
+    `grader/tests/test_extending.py::test_...`: each is there (a template path with `<lab>`
+    in it is a pattern, not a file)."""
+    missing = []
+    for where, text in documents().items():
+        for span in code_spans(text):
+            for named in re.findall(r"(?<![\w/.<-])((?:grader|common|tools|cmake|labs|docs|handouts|starter|solutions|"
+                                    r"datasets|cudalab|labkit|tests)/[\w./:-]*[\w/])", span):
+                if "<" in named:
+                    continue
+                path, _, test = named.partition("::")
+                found = [p for p in [REPO_ROOT / path] + [REPO_ROOT / (base + path) for folder, base in
+                                                           PATH_BASES.items() if path.startswith(folder)] if p.exists()]
+                if not found:
+                    missing.append(f"{where}: {named}")
+                elif test and not re.search(rf"^def {test}\(", found[0].read_text(encoding="utf-8"), re.M):
+                    missing.append(f"{where}: {named} (no such test)")
+    assert not missing, "the docs name what is not there:\n" + "\n".join(missing)
+
+
+def test_every_name_of_the_grader_the_docs_give_exists():
+    """`executor.LocalExecutor`, `publish.CLASS_OUTPUTS`, `grade.begin`: a module of the grader
+    with that name in it, so that renaming one fails here until the docs say the new name."""
+    import importlib
+    import pkgutil
+    import cudalab
+    modules = {m.name for m in pkgutil.iter_modules(cudalab.__path__)}
+    missing = []
+    for where, text in documents().items():
+        for span in code_spans(text):
+            for module, attribute in re.findall(r"(?<![\w./\[-])([a-z_]+)\.([A-Za-z_][\w.]*[\w])", span):
+                if module not in modules or attribute.split(".")[0] in FILE_SUFFIXES:
+                    continue
+                found = importlib.import_module(f"cudalab.{module}")
+                for part in attribute.split("."):
+                    found = getattr(found, part, None)
+                if found is None:
+                    missing.append(f"{where}: {module}.{attribute}")
+    assert not missing, "the docs name what the grader does not have:\n" + "\n".join(missing)
