@@ -511,3 +511,30 @@ def test_every_name_of_the_grader_the_docs_give_exists():
                 if found is None:
                     missing.append(f"{where}: {module}.{attribute}")
     assert not missing, "the docs name what the grader does not have:\n" + "\n".join(missing)
+
+
+def required_versions() -> dict[str, str]:
+    """What the build and the grader require, from where each is enforced."""
+    import tomllib
+    from cudalab import doctor
+    cmake = re.search(r"cmake_minimum_required\(VERSION ([\d.]+)\)", (REPO_ROOT / "CMakeLists.txt").read_text())[1]
+    python = tomllib.loads((REPO_ROOT / "grader/pyproject.toml").read_text())["project"]["requires-python"]
+    cxx = re.search(r"CXX_STANDARD (\d+)", (REPO_ROOT / "cmake/CudalabLab.cmake").read_text())[1]
+    presets = (REPO_ROOT / "CMakePresets.json").read_text()
+    oldest = min(int(a) for a in re.findall(r"\b(\d+)-real", presets))
+    assert cmake == ".".join(map(str, doctor.CMAKE_MINIMUM))
+    return {"CUDA": str(doctor.CUDA_MAJOR), "CMake": cmake, "Python": python.removeprefix(">="), "C++": cxx,
+            "sm": str(oldest)}
+
+
+@pytest.mark.parametrize("where", ["README.md", "the bundle's README.md"])
+def test_the_requirements_are_the_versions_the_build_and_grader_require(where):
+    text = " ".join((prose("README.md").split("## Requirements", 1)[1] if where == "README.md"
+                     else bundle_readme().split("Requirements:", 1)[1]).split())
+    wanted = required_versions()
+    said = {"CUDA": re.search(r"CUDA (\d+)", text)[1], "CMake": re.search(r"CMake ([\d.]+)\+", text)[1],
+            "Python": re.search(r"Python ([\d.]+)\+", text)[1], "C++": re.search(r"C\+\+(\d+) compiler", text)[1]}
+    if where == "README.md":
+        said["sm"] = re.search(r"sm_(\d+) or newer", text)[1]
+    assert said == {key: wanted[key] for key in said}
+    assert f"Python {wanted['Python']} or newer" in prose("grader/README.md")
