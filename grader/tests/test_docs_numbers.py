@@ -1,11 +1,16 @@
-"""The numbers the prose repeats (README.md, grader/README.md, docs/architecture.md) are the
-ones the code defines: Config's defaults (slots per GPU, the timing target, timing rounds,
-kept samples) and the labs' lab.toml. Each is read out of the prose and compared, so that
-changing a default without its documentation fails here."""
+"""The docs and the tool agree. What the prose repeats of the code (README.md, grader/README.md,
+docs/, the handouts as the repository and a student bundle hand them out, the bundle's README,
+the starters' comments and every `cudalab VERB --help`) is read out of it and compared with the
+code that defines it: Config's defaults (slots per GPU, the timing target, timing rounds, kept
+samples), the labs' lab.toml, the constants of the grader and labkit, the verbs and their
+options, the environment variables, the exit codes and statuses, the files and names the docs
+point to, and the versions the build requires. Changing any of them without its documentation
+fails here."""
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import math
 import re
 from unittest import mock
@@ -145,6 +150,7 @@ def test_the_readme_names_the_bundles_verbs_as_the_bundle_offers_them():
 # and holds whatever it names to the code that defines it, so that a renamed option, a new exit
 # code or a verb a bundle lacks fails here instead of misleading a reader.
 
+@functools.cache
 def verb_parsers() -> dict[str, argparse.ArgumentParser]:
     parser = cli.make_parser()
     verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -161,6 +167,7 @@ def help_texts() -> dict[str, str]:
     return {f"cudalab {verb} --help": sub.format_help() for verb, sub in verb_parsers().items()}
 
 
+@functools.cache
 def rendered_bundle_handouts() -> dict[str, str]:
     """Each lab's handout as a student bundle hands it out, rendered as if every calibration had
     been measured on other inputs than today's (the sentence that names a verb to fix that)."""
@@ -175,11 +182,13 @@ def rendered_bundle_handouts() -> dict[str, str]:
     return rendered
 
 
+@functools.cache
 def bundle_readme() -> str:
     config = Config.load(env={}, root=REPO_ROOT, preset="ci")
     return export.render_readme([labs.load_lab(config, name) for name in labs.available_labs(REPO_ROOT)], version="0.1.0")
 
 
+@functools.cache
 def documents() -> dict[str, str]:
     """Every text a user reads, by where it is read."""
     docs = {name: (REPO_ROOT / name).read_text(encoding="utf-8")
