@@ -34,8 +34,8 @@ class Config:
     build_dir: Path = _setting(None, "The official build tree (default <root>/build/<preset>).")
     work_dir: Path = _setting(None, "Where cudalab writes its results, builds and temporary files: "
                               "per user, so that one installed repository can serve many "
-                              "(default $XDG_CACHE_HOME/cudalab/<repository>, else "
-                              "~/.cache/cudalab/<repository>).")
+                              "(default $XDG_CACHE_HOME/cudalab/<repository>-<hash of its path>, else "
+                              "~/.cache/cudalab/<repository>-<hash of its path>).")
     process_timeout_s: float = _setting(120.0, "Wall-clock limit for one run of a lab binary or "
                                         "checker; past it the whole process group is killed.")
     build_timeout_s: float = _setting(600.0, "Wall-clock limit for one CMake configure or build.")
@@ -75,8 +75,9 @@ class Config:
                                       "take on the grader's clock (as many blank samples come on "
                                       "top); the submission then gets as many samples. The median of "
                                       "many samples keeps each round's estimate steady: with three "
-                                      "rounds this keeps regrades of the same code within 1% of each "
-                                      "other (docs/architecture.md, 'Grading timing').")
+                                      "rounds, regrades of the same code agree within 1% for calls "
+                                      "longer than about 0.3 ms, and within 2 to 3% for calls of 0.1 "
+                                      "to 0.27 ms (docs/architecture.md, 'Grading timing').")
     gpu_slots: int = _setting(3, "Grades of a batch that share each GPU, taking turns on it "
                               "(gpu.exclusive): while one is timed, the others do their CPU work.")
     timing_cpus: int = _setting(-1, "CPUs kept free for timing: builds and checkers run on the "

@@ -1,7 +1,7 @@
 """`cudalab new`: start work on a lab: copy its starter files into a folder of your own.
 
-Work in that copy, never in the repository's starter/ folder (which `cudalab starter`
-regenerates). The folder is ./<lab> unless you name one; files already there are never
+Work in that copy, never in the starter/ folder itself (the course regenerates it from its
+solution). The folder is ./<lab> unless you name one; files already there are never
 overwritten.
 """
 from __future__ import annotations

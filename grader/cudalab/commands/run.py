@@ -16,7 +16,8 @@ sentence says plainly that this GPU model has no calibration. The course's solut
 needed for that: a copy of the course without it (a student bundle) benchmarks too.
 The exit status is 0 when every case passed, 1 when some failed, the lab binary's own code
 when it stopped early (3 CUDA error, 5 timeout, 6 internal), 23 when there is no CUDA
-device, and the CLI's codes (20-22, 24) for problems before the run.
+device (or when every bench case is too large for this GPU), and the CLI's codes (2, 20-22,
+24, 26) for problems before the run.
 """
 from __future__ import annotations
 
