@@ -7,6 +7,7 @@ import os
 import pytest
 
 from cudalab import report
+from cudalab.record import GradeResult
 from grade_results import GRADED, SCENARIOS, assert_matches_golden, not_run
 
 
@@ -14,17 +15,18 @@ from grade_results import GRADED, SCENARIOS, assert_matches_golden, not_run
 @pytest.mark.parametrize("template, suffix", [(report.render_summary, "summary.txt"),
                                               (report.render_feedback, "feedback.md")])
 def test_rendering_matches_the_stored_copy(scenario, template, suffix):
-    assert_matches_golden(template(SCENARIOS[scenario]()), f"{scenario}.{suffix}")
+    assert_matches_golden(template(GradeResult.from_json(SCENARIOS[scenario]())), f"{scenario}.{suffix}")
 
 
 def test_not_run_never_shows_a_zero():
-    summary = report.render_summary(not_run())
+    summary = report.render_summary(GradeResult.from_json(not_run()))
     assert "Score: none (not graded)" in summary and "0 / 100" not in summary
 
 
 def test_write_outputs_is_atomic(tmp_path, monkeypatch):
     out = tmp_path / "out"
-    paths = report.write_outputs(out, GRADED)
+    paths, record = report.write_outputs(out, GRADED)
+    assert record.to_json() == GRADED, "the record read once is the one written"
     assert json.loads(paths["result"].read_text()) == GRADED
     assert sorted(p.name for p in out.iterdir()) == ["feedback.md", "result.json"]
 

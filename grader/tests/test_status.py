@@ -15,6 +15,7 @@ import grade_results
 from conftest import GRADE_SCHEMA, grade_problems, grade_validator
 from cudalab import batch, errors, publish, report
 from cudalab.exit_codes import Cli
+from cudalab.record import GradeResult
 from cudalab.status import GRADE_STATUSES, REJECTING, WORDS, Status, has_grade, values
 
 PACKAGE = Path(report.__file__).resolve().parent
@@ -140,7 +141,7 @@ def test_publish_files_each_status_under_its_reason_and_grade(status):
                                 "state": "done", "result": result})
     assert publish.failure_of(entry)[0] == status.reason_key
     assert entry.counts is status.is_grade
-    body = publish.gradescope_results(entry, result)
+    body = publish.gradescope_results(entry, entry.result)
     assert body["extra_data"]["graded"] is status.is_grade
     assert any(t["name"] == "build" for t in body["tests"]) is status.rejects
 
@@ -149,9 +150,9 @@ def test_publish_files_each_status_under_its_reason_and_grade(status):
 def test_feedback_says_each_status_s_verdict(status):
     result = grade_results.compile_error()
     result.update(status=status.value, exit_code=int(status.exit_code), score=None)
-    markdown = report.render_feedback(result)
+    markdown = report.render_feedback(GradeResult.from_json(result))
     assert f"**{status.verdict.head}** {status.verdict.text}" in markdown
-    html = report.render("feedback.html.j2", result)  # the page publish writes beside feedback.md
+    html = report.render("feedback.html.j2", GradeResult.from_json(result))  # the page publish writes beside feedback.md
     assert f'class="verdict {status.verdict.kind}"><strong>{status.verdict.head}</strong>' in html
 
 
