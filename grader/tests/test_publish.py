@@ -238,6 +238,30 @@ def test_bad_entries_are_refused_in_a_sentence(tmp_path, entry, words):
         publish.write_student(tmp_path, entry, "V")
 
 
+def _with_case_status(result: dict, word: str) -> dict:
+    result["cases"][0]["status"] = word
+    return result
+
+
+@pytest.mark.parametrize("result, said", [
+    (_with_case_status(OUTCOMES["graded"](), "passed-ish"), "case 1.status is 'passed-ish', not one of passed, failed"),
+    (OUTCOMES["graded"]() | {"run": {"status": "exploded"}}, "run.status is 'exploded', not one of passed"),
+    (OUTCOMES["full_marks"]() | {"sanitizer": {"status": "mostly"}}, "sanitizer.status is 'mostly'"),
+    (OUTCOMES["graded"]() | {"exit_code": 24}, "says 'graded' with exit code 24"),
+])
+def test_a_result_with_a_status_this_grader_does_not_know_is_refused(tmp_path, result, said):
+    """Proves: every output reads a result through the typed record, so a case verdict, a run's
+    end, a sanitizer status or an exit code it does not know is refused with a sentence that
+    names the field, for the student's files and the class's alike, never filed under a guess
+    (a case that is not "passed" counted as failed, an unknown run as wrong results)."""
+    entry = {"student": "s1", "state": "done", "result": result}
+    with pytest.raises(publish.PublishError, match=r"The result of 's1' is not a complete cudalab\.grade/1 document "
+                                                   rf"\(.*{re.escape(said)}.*\); grade the hand-in again\."):
+        publish.write_student(tmp_path, entry, "V")
+    with pytest.raises(publish.PublishError, match=re.escape(said)):
+        _publish_class(tmp_path, [entry])
+
+
 # --- per class ---------------------------------------------------------------------------------
 
 def _publish_class(out: Path, entries=None, batch=None, **kwargs):

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from cudalab import report
+from cudalab.errors import GraderError
 from cudalab.record import GradeResult
 from grade_results import GRADED, SCENARIOS, assert_matches_golden, not_run
 
@@ -37,3 +38,18 @@ def test_write_outputs_is_atomic(tmp_path, monkeypatch):
         report.write_outputs(out, not_run())
     assert json.loads(paths["result"].read_text()) == GRADED, "the old result survives a failed write"
     assert sorted(p.name for p in out.iterdir()) == ["feedback.md", "result.json"], "no temp files left"
+
+
+def test_a_grade_that_cannot_be_read_back_keeps_its_result_and_says_why(tmp_path):
+    """Proves: `grade`'s outputs read the result once as a typed record after result.json is
+    written: one that cannot be read (a status with another status's exit code) keeps its
+    result.json and stops with a sentence that names it, never a traceback or feedback
+    rendered from a record it could not read."""
+    out = tmp_path / "out"
+    broken = {**GRADED, "exit_code": 24}
+    with pytest.raises(GraderError, match=r"The grade written to .*result\.json cannot be read back \(.*'graded' "
+                                          r"with exit code 24.*not of the hand-in"):
+        report.write_outputs(out, broken)
+    assert json.loads((out / "result.json").read_text()) == broken
+    assert not (out / "feedback.md").exists()
+    (out / "result.json").unlink()  # damaged on purpose: conftest's check of written grades is for real ones
