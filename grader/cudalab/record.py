@@ -65,11 +65,9 @@ def _objects(body: dict, key: str, where: str, default: Any = dataclasses.MISSIN
     return values
 
 
-def _word(body: dict, key: str, kind: type[Enum], where: str, default: Any = dataclasses.MISSING) -> Any:
+def _word(body: dict, key: str, kind: type[Enum], where: str) -> Any:
     """body[key] as a member of the status enum `kind`, refused with the words it may be."""
-    word = _take(body, key, (str,), where, default)
-    if word is default and default is not dataclasses.MISSING:
-        return default
+    word = _take(body, key, (str,), where)
     try:
         return kind(word)
     except ValueError:
