@@ -43,9 +43,8 @@ import jinja2
 
 from . import __version__, gpu, report
 from .errors import GraderError
-from .status import GRADE_STATUSES, REJECTING, Status, has_grade
-
-SCHEMA = "cudalab.grade/1"
+from .record import SCHEMA, Build, Clock, GradeResult, Provenance, RecordError, Score, Submission
+from .status import GRADE_STATUSES, CaseStatus, PerformanceStatus, RunStatus, SanitizerStatus, Status
 STATES = ("done", "pending", "failed_to_grade")
 STUDENTS_DIR = "students"
 GRADEBOOK_FILE = "gradebook.csv"
@@ -56,7 +55,7 @@ GRADESCOPE_FILE = "results.json"
 
 # GRADE_STATUSES (status.Status.is_grade): the statuses whose score is the student's grade (a
 # zero included); any other outcome says nothing about the hand-in and leaves its grade cells
-# blank. REJECTING (Status.rejects): the hand-in was refused before it ran, a zero.
+# blank. Status.rejects: the hand-in was refused before it ran, a zero.
 
 GRADEBOOK_COLUMNS = ("student", "handin", "sha256", "status", "correctness", "performance", "total",
                      "total_max", "ratio", "flags", "message")
@@ -70,16 +69,19 @@ RATIO_COLOUR = "#d9731f"
 _SVG_HASH_SALT = "cudalab-summary"  # fixed ids in the SVG: the same page for the same grades
 
 STATE_WORDS = {"pending": "not graded yet", "failed_to_grade": "the grader failed on it (no result)"}
-# In a result: the cluster's scheduler stopped its grade (what and why); batch.py writes it.
+# In a result: the cluster's scheduler stopped its grade (what and why); batch.py writes it
+# (record.GradeResult.scheduler_failure).
 SCHEDULER_FAILURE = "scheduler_failure"
 SCHEDULER_STOPPED = "the cluster's scheduler stopped the grade"
 COUNT_ORDER = tuple(s.value for s in Status) + ("failed_to_grade", "pending")
 
 # Why a graded hand-in lost points, from its run (the statuses' own reasons are Status.reason),
-# each with its place among them in summary.html (Status.reason_rank).
+# each with its place among them in summary.html (Status.reason_rank). A run that timed out
+# files under its own word, one that stopped short of a verdict (RunStatus.crashed) under
+# "crashed".
 RUN_REASONS = {
-    "timeout": (10, "time-out"),
-    "crashed": (11, "crashed or stopped on a CUDA error"),
+    RunStatus.TIMEOUT.value: (10, "time-out"),
+    RunStatus.CRASHED.value: (11, "crashed or stopped on a CUDA error"),
     "wrong": (12, "wrong results"),
     "no_performance": (13, "correct, but no performance points"),
 }
@@ -89,7 +91,6 @@ GRADER_ERROR = Status.ERROR.reason_key  # also the reason of a row the grader fa
 FAILURE_REASONS = {key: words for _, key, words in sorted(
     [(s.reason_rank, s.reason_key, s.reason) for s in Status if s.reason_key is not None]
     + [(rank, key, words) for key, (rank, words) in RUN_REASONS.items()])}
-_CRASHED = ("crashed", "cuda_error", "unexpected_exit", "usage", "internal", "no_device")
 
 # What an instructor should look at, in the order summary.html lists them.
 FLAG_WORDS = {
@@ -127,7 +128,7 @@ class Entry:
     handin_name: str
     sha256: str
     state: str
-    result: dict | None
+    result: GradeResult | None
     changed: bool = False
     name: str = ""       # the student's name where the batch knows it
     section: str = ""
@@ -138,24 +139,24 @@ class Entry:
 
     @property
     def status(self) -> str:
-        """pending, failed_to_grade, or the result's status."""
+        """pending, failed_to_grade, or the result's status (its JSON word)."""
         if self.state != "done" or self.result is None:
             return self.state
-        return str(self.result.get("status", "error"))
+        return self.result.status.value
 
     @property
     def counts(self) -> bool:
         """Whether the result's score is the student's grade."""
-        return self.state == "done" and has_grade(self.result)
+        return self.state == "done" and self.result is not None and self.result.has_grade
 
     @property
     def why_no_grade(self) -> str | None:
         """Why this hand-in has no grade, in a few words; None where it has one."""
-        return why_no_grade(self.state, self.result)
+        return _why_no_grade(self.state, self.result)
 
     @property
-    def score(self) -> dict | None:
-        return self.result["score"] if self.counts else None
+    def score(self) -> Score | None:
+        return self.result.score if self.counts else None
 
 
 def _text(value, what: str, student: str) -> str:
@@ -201,50 +202,29 @@ def read_entry(entry) -> Entry:
                            "sentences; the batch's records are damaged.")
     batch_flags = tuple((kind, flags[kind]) for kind in BATCH_FLAGS if kind in flags)
     result = entry.get("result")
-    if state == "pending":
-        result = None  # a result from before the hand-in was queued again is not this grade
-    elif result is not None:
-        if not isinstance(result, dict) or result.get("schema") != SCHEMA:
-            found = result.get("schema") if isinstance(result, dict) else type(result).__name__
-            raise PublishError(f"The result of {student!r} is not a {SCHEMA} document (found {found!r}); "
-                               "grade the hand-in again with this version of cudalab.")
-        _check_result(result, student)
+    record = None  # pending: a result from before the hand-in was queued again is not this grade
+    if state != "pending" and result is not None:
+        record = read_result(result, student)
     elif state == "done":
         raise PublishError(f"The batch entry of {student!r} is done but holds no result; grade the "
                            "hand-in again.")
-    return Entry(student=student, state=state, result=result, changed=entry.get("changed") is True,
+    return Entry(student=student, state=state, result=record, changed=entry.get("changed") is True,
                  batch_flags=batch_flags, **texts)
 
 
-_NONE = type(None)
-_NUMBER = (int, float)
-# What the publishing code reads of a result, and the types grade.finish writes there.
-_RESULT_PARTS = {"status": str, "message": str, "lab_title": str, "submission": dict, "score": (dict, _NONE),
-                 "build": dict, "cases": list, "performance": (dict, _NONE), "run": (dict, _NONE),
-                 "warnings": list, "provenance": dict}
-_INNER_PARTS = (("performance", "clock", (dict, _NONE)), ("performance", "flagged", (bool, _NONE)), ("performance", "ratio", (*_NUMBER, _NONE)),
-                ("performance", "points", (*_NUMBER, _NONE)), ("performance", "max_points", (*_NUMBER, _NONE)),
-                ("provenance", "isolation", (dict, _NONE)), ("provenance", "gpu_sharing", (list, _NONE)),
-                ("build", "feedback", list))
-
-
-def _check_result(result: dict, student: str) -> None:
-    """A sentence, where a result lacks a part publishing reads (an older or damaged file)."""
-    def broken(part: str) -> PublishError:
-        return PublishError(f"The result of {student!r} is not a complete {SCHEMA} document ({part} is "
-                            "missing or of the wrong type); grade the hand-in again.")
-    for key, kinds in _RESULT_PARTS.items():
-        if not isinstance(result.get(key), kinds):
-            raise broken(key)
-    for outer, inner, kinds in _INNER_PARTS:
-        if isinstance(result[outer], dict) and not isinstance(result[outer].get(inner), kinds):
-            raise broken(f"{outer}.{inner}")
-    if result["score"] is not None and not all(isinstance(v, _NUMBER) for v in result["score"].values()):
-        raise broken("score")
-    if not all(isinstance(case, dict) for case in result["cases"]):
-        raise broken("cases")
-    if "sanitizer" in result and not isinstance(result["sanitizer"], (dict, _NONE)):
-        raise broken("sanitizer")
+def read_result(result, student: str) -> GradeResult:
+    """A batch row's result (JSON, as the batch's store holds it) read once into the typed
+    record every output reads; a sentence, not a traceback, for one that cannot be read (an
+    older or damaged file)."""
+    schema = result.get("schema") if isinstance(result, dict) else type(result).__name__
+    if schema != SCHEMA:
+        raise PublishError(f"The result of {student!r} is not a {SCHEMA} document (found {schema!r}); "
+                           "grade the hand-in again with this version of cudalab.")
+    try:
+        return GradeResult.from_json(result, "its record")
+    except RecordError as err:
+        raise PublishError(f"The result of {student!r} is not a complete {SCHEMA} document ({err}); grade "
+                           "the hand-in again.") from None
 
 
 def safe_id(student: str) -> str:
@@ -267,18 +247,26 @@ def student_dir(out_dir: Path, student: str) -> Path:
 # --- what a result says ----------------------------------------------------------------------
 
 def why_no_grade(state: str, result: dict | None) -> str | None:
-    """Why a batch's hand-in in `state` (STATES) with `result` has no grade, in a few words
-    shared by every hand-in with the same cause; None where the result holds a grade."""
+    """Why a batch's hand-in in `state` (STATES) with `result` (JSON, as the batch's store
+    holds it) has no grade, in a few words shared by every hand-in with the same cause; None
+    where the result holds a grade. A result that cannot be read holds none: the grader's."""
+    try:
+        record = None if result is None else GradeResult.from_json(result)
+    except RecordError:
+        record = None
+    return _why_no_grade(state, record)
+
+
+def _why_no_grade(state: str, result: GradeResult | None) -> str | None:
     if state == "pending":
         return "not reached (the batch has not finished)"
     if result is None:  # the grader failed before it had a result
         return Status.ERROR.why_ungraded
-    if has_grade(result):
+    if result.has_grade:
         return None
-    if isinstance(result.get(SCHEDULER_FAILURE), dict):
+    if result.scheduler_failure is not None:
         return SCHEDULER_STOPPED
-    status = Status.reported(result.get("status"))
-    return status.why_ungraded or Status.ERROR.why_ungraded  # a grade status without a score: damaged
+    return result.status.why_ungraded or Status.ERROR.why_ungraded  # a grade status without a score: damaged
 
 
 def no_grade_groups(whys) -> list[tuple[str, int]]:
@@ -300,30 +288,9 @@ def _number(value, places: int = 4) -> str:
     return "0" if text in ("-0", "") else text
 
 
-def ratio_of(result: dict | None) -> float | None:
-    """Student time / reference time, where performance was measured and scored."""
-    perf = (result or {}).get("performance") or {}
-    ratio = perf.get("ratio")
-    if perf.get("status") != "scored" or not isinstance(ratio, (int, float)) or isinstance(ratio, bool):
-        return None
-    return float(ratio)
-
-
-def _isolation_problem(result: dict) -> str:
-    isolation = (result.get("provenance") or {}).get("isolation")
-    if not isinstance(isolation, dict):
-        return ""
-    if isolation.get("official") is False or isolation.get("allowed_without") is True:
-        missing = "; ".join(str(m) for m in isolation.get("missing") or [])
-        said = isolation.get("summary") or "not the official sandbox"
-        return f"{said}" + (f" (missing: {missing})" if missing else "")
-    return ""
-
-
-def _gpu_sharing(result: dict) -> str:
-    waits = (result.get("provenance") or {}).get("gpu_sharing") or []
+def _gpu_sharing(result: GradeResult) -> str:
     try:
-        parsed = [gpu.GpuWait(**wait) for wait in waits if isinstance(wait, dict)]
+        parsed = [gpu.GpuWait(**wait) for wait in result.provenance.gpu_sharing or []]
     except TypeError:
         return ""
     if not any(wait.busy_with for wait in parsed):
@@ -358,28 +325,35 @@ def flags_of(entry: Entry, shared: dict[str, list[Entry]] | None = None) -> list
                               f"({entry.handin_name or entry.key!r}) and {others}. Each was graded and none "
                               "replaces another; canvas.csv has no grade for this student until you decide "
                               "which counts.")
-    result = entry.result or {}
-    sanitizer = result.get("sanitizer")
-    if isinstance(sanitizer, dict) and sanitizer.get("status") == "errors":
-        found["sanitizer"] = _one_line(sanitizer.get("message") or "compute-sanitizer found errors")
-    if result.get("status") == Status.FORBIDDEN:
-        feedback = (result.get("build") or {}).get("feedback") or []
-        found["forbidden"] = _one_line(" ".join([str(result.get("message") or "")]
-                                                + [str(line) for line in feedback[:2]]))
-    perf = result.get("performance") or {}
-    if perf.get("flagged") is True:
-        found["timing"] = _one_line(perf.get("message") or "the timed runs broke the rules of the grader's timing")
-    isolation = _isolation_problem(result) if result.get("status") not in (None, Status.NOT_ISOLATED) else ""
-    if isolation:
-        found["isolation"] = _one_line(isolation)
-    sharing = _gpu_sharing(result) if result else ""
-    if sharing:
-        found["gpu_shared"] = _one_line(sharing)
+    result = entry.result
+    if result is not None:
+        found.update(_result_flags(result))
     if entry.changed:
         hashes = (f" (graded: sha256 {entry.graded_sha256[:12]}..., now {entry.sha256[:12]}...)"
                   if entry.graded_sha256 and entry.sha256 and entry.graded_sha256 != entry.sha256 else "")
         found["changed"] = f"the hand-in file is no longer the one graded{hashes}: grade it again"
     return [(kind, found[kind]) for kind in FLAG_WORDS if kind in found]
+
+
+def _result_flags(result: GradeResult) -> dict[str, str]:
+    """(kind, what happened) for each thing in a grade an instructor should look at."""
+    found = {}
+    sanitizer = result.sanitizer
+    if sanitizer is not None and sanitizer.status is SanitizerStatus.ERRORS:
+        found["sanitizer"] = _one_line(sanitizer.message or "compute-sanitizer found errors")
+    if result.status is Status.FORBIDDEN:
+        found["forbidden"] = _one_line(" ".join([result.message] + result.build.feedback[:2]))
+    perf = result.performance
+    if perf is not None and perf.flagged:
+        found["timing"] = _one_line(perf.message or "the timed runs broke the rules of the grader's timing")
+    isolation = result.provenance.isolation
+    # A grade refused for want of a sandbox says so as its status; the flag is for one given without.
+    if result.status is not Status.NOT_ISOLATED and isolation is not None and isolation.problem:
+        found["isolation"] = _one_line(isolation.problem)
+    sharing = _gpu_sharing(result)
+    if sharing:
+        found["gpu_shared"] = _one_line(sharing)
+    return found
 
 
 def failure_of(entry: Entry) -> tuple[str, str] | None:
@@ -389,41 +363,43 @@ def failure_of(entry: Entry) -> tuple[str, str] | None:
         return None
     result = entry.result
     if result is None or entry.state == "failed_to_grade":
-        message = (result or {}).get("message") or "the grader stopped before it had a result"
+        message = (result.message if result is not None else "") or "the grader stopped before it had a result"
         return GRADER_ERROR, _one_line(message)
-    status = Status.reported(entry.status)
-    message = _one_line(result.get("message"))
-    if status is not Status.GRADED:
-        return status.reason_key, message
-    failing = [c for c in result.get("cases") or [] if isinstance(c, dict) and c.get("status") != "passed"]
+    if result.status is not Status.GRADED:
+        return result.status.reason_key, _one_line(result.message)
+    failing = [case for case in result.cases if not case.passed]
     if failing:
-        run_status = (result.get("run") or {}).get("status")
-        reason = "timeout" if run_status == "timeout" else "crashed" if run_status in _CRASHED else "wrong"
-        first = failing[0]
-        return reason, _one_line(f"{len(failing)} case(s) failed; {first.get('name')}: {first.get('message')}")
-    perf = result.get("performance") or {}
-    if perf.get("status") == "zero":
-        return "no_performance", _one_line(perf.get("message"))
+        return _run_reason(result), _one_line(f"{len(failing)} case(s) failed; {failing[0].name}: {failing[0].message}")
+    if result.performance is not None and result.performance.status is PerformanceStatus.ZERO:
+        return "no_performance", _one_line(result.performance.message)
     return None
+
+
+def _run_reason(result: GradeResult) -> str:
+    """The RUN_REASONS key of a graded hand-in whose cases failed: how its run ended."""
+    ended = result.run.status if result.run is not None else None
+    if ended is RunStatus.TIMEOUT:
+        return RunStatus.TIMEOUT.value
+    if ended is not None and ended.crashed:
+        return RunStatus.CRASHED.value
+    return "wrong"
 
 
 # --- per student -------------------------------------------------------------------------------
 
-def _stand_in_result(entry: Entry, lab_title: str) -> dict:
-    """The result document of a hand-in the grader failed on before it had one: status error,
-    no score, in words the student can read."""
-    return {
-        "schema": SCHEMA, "cudalab_version": __version__, "lab": "", "lab_title": lab_title,
-        "submission": {"name": entry.handin_name or entry.student, "folder": ""},
-        "status": Status.ERROR.value, "exit_code": int(Status.ERROR.exit_code), "score": None,
-        "message": "The grader could not grade this hand-in, so no grade was given.",
-        "build": {"status": "not_built", "copied": [], "ignored": [], "feedback": []},
-        "cases": [], "performance": None, "run": None, "warnings": [],
-        "provenance": {"seed": None, "started_at": None, "finished_at": None, "gpu": None, "isolation": None},
-    }
+def _stand_in_result(entry: Entry, lab_title: str) -> GradeResult:
+    """The record of a hand-in the grader failed on before it had one: status error, no
+    score, in words the student can read."""
+    return GradeResult(
+        cudalab_version=__version__, lab="", lab_title=lab_title,
+        submission=Submission(name=entry.handin_name or entry.student, folder=""),
+        status=Status.ERROR, exit_code=int(Status.ERROR.exit_code), score=None,
+        message="The grader could not grade this hand-in, so no grade was given.",
+        build=Build(status="not_built"), cases=[], performance=None, run=None, warnings=[],
+        provenance=Provenance(seed=None, started_at=None, finished_at=None))
 
 
-def _render(template: str, result: dict, student: str) -> str:
+def _render(template: str, result: GradeResult, student: str) -> str:
     try:
         return report.render(template, result)
     except (jinja2.TemplateError, KeyError, TypeError, AttributeError, ValueError) as err:
@@ -438,80 +414,73 @@ def _seconds_between(started, finished) -> int | None:
         return None
 
 
-def _overview(result: dict) -> str:
+def _overview(result: GradeResult) -> str:
     """The submission-wide text Gradescope shows above the tests."""
-    status = result.get("status")
-    lines = [f"{result.get('lab_title')}: {report.STATUS_WORDS.get(status, status)}."]
-    if has_grade(result):
-        score = result["score"]
-        total, total_max = report.points_text(score.get("total")), report.points_text(score.get("total_max"))
-        lines.append(f"Score: {total} / {total_max}.")
+    lines = [f"{result.lab_title}: {result.status.words}."]
+    if result.has_grade:
+        lines.append(f"Score: {report.points_text(result.score.total)} / {report.points_text(result.score.total_max)}.")
     else:
-        lines.append(f"Not graded ({why_no_grade('done', result)}): no score was given, and this says nothing about "
+        lines.append(f"Not graded ({_why_no_grade('done', result)}): no score was given, and this says nothing about "
                      "your code.")
-    if result.get("message"):
-        lines.append(str(result["message"]))
-    lines += [f"Warning: {w}" for w in result.get("warnings") or []]
+    if result.message:
+        lines.append(result.message)
+    lines += [f"Warning: {w}" for w in result.warnings]
     return "\n".join(lines)
 
 
-def gradescope_results(entry: Entry, result: dict) -> dict:
+# A Gradescope test's status: Gradescope's own words, not a case's verdict.
+_GRADESCOPE_TEST_STATUS = {True: "passed", False: "failed"}
+
+
+def _gradescope_test(name: str, score: float, max_score: float, passed: bool, output: str) -> dict:
+    return {"name": name, "score": score, "max_score": max_score, "status": _GRADESCOPE_TEST_STATUS[passed],
+            "output": output, "output_format": "text", "visibility": "visible"}
+
+
+def gradescope_results(entry: Entry, result: GradeResult) -> dict:
     """The grade as Gradescope's autograder results.json: one test per correctness case and
     one for performance (a build test where the hand-in did not build), the total as the
     score, and the speed ratio for the leaderboard. A hand-in without a grade gets no score
     and no tests (Gradescope's score is optional where no test has one, and a 0 there would
     read as the student's grade): its output says it was not graded, and why."""
-    status = result.get("status")
-    counts = has_grade(result)
+    counts = result.has_grade
     tests: list[dict] = []
-    build = result.get("build") or {}
-    if status in REJECTING:
-        output = "\n".join([str(result.get("message") or "")] + [str(f) for f in build.get("feedback") or []])
-        tests.append({"name": "build", "score": 0.0, "max_score": 0.0, "status": "failed",
-                      "output": output.strip(), "output_format": "text", "visibility": "visible"})
-    for case in result.get("cases") or []:
-        passed = case.get("status") == "passed"
+    if result.status.rejects:
+        output = "\n".join([result.message] + result.build.feedback)
+        tests.append(_gradescope_test("build", 0.0, 0.0, False, output.strip()))
+    for case in result.cases:
         images = "".join(f"\n(difference image of {output} beside feedback.html: {picture})"
-                         for output, picture in (case.get("difference_images") or {}).items())
-        tests.append({"name": f"correctness: {case.get('name')}", "score": float(case.get("points") or 0.0),
-                      "max_score": float(case.get("max_points") or 0.0),
-                      "status": "passed" if passed else "failed",
-                      "output": "passed" if passed else f"{case.get('message') or 'failed'}{images}",
-                      "output_format": "text", "visibility": "visible"})
-    perf = result.get("performance")
-    if isinstance(perf, dict) and perf.get("status") != "none":
-        ratio = ratio_of(result)
-        check = perf.get("clock") or {}
+                         for output, picture in case.difference_images.items())
+        tests.append(_gradescope_test(f"correctness: {case.name}", float(case.points or 0.0),
+                                      float(case.max_points or 0.0), case.passed,
+                                      case.status.value if case.passed else f"{case.message or 'failed'}{images}"))
+    perf = result.performance
+    ratio = result.ratio
+    if perf is not None and perf.status is not PerformanceStatus.NONE:
+        clock = perf.clock or Clock()
         if ratio is not None:
-            said = (f"On {perf.get('timing_case')} your code took {report.ms_text(check.get('student_ms'))} "
-                    f"per run against the reference's {report.ms_text(check.get('reference_ms'))}: "
+            said = (f"On {perf.timing_case} your code took {report.ms_text(clock.student_ms)} "
+                    f"per run against the reference's {report.ms_text(clock.reference_ms)}: "
                     f"{ratio:.3g} times as long.")
         else:
-            said = (f"{report.points_text(perf.get('points'))} of {report.points_text(perf.get('max_points'))} "
-                    "points.")
-        output = "\n\n".join(part for part in (said, str(perf.get("message") or "")) if part)
-        tests.append({"name": "performance", "score": float(perf.get("points") or 0.0),
-                      "max_score": float(perf.get("max_points") or 0.0),
-                      "status": "passed" if ratio is not None and (perf.get("points") or 0) > 0 else "failed",
-                      "output": output, "output_format": "text", "visibility": "visible"})
-    sanitizer = result.get("sanitizer")
-    if isinstance(sanitizer, dict) and sanitizer.get("status") == "errors":
-        tests.append({"name": "compute-sanitizer", "score": 0.0, "max_score": 0.0, "status": "failed",
-                      "output": str(sanitizer.get("message") or ""), "output_format": "text",
-                      "visibility": "visible"})
-    provenance = result.get("provenance") or {}
+            said = f"{report.points_text(perf.points)} of {report.points_text(perf.max_points)} points."
+        output = "\n\n".join(part for part in (said, perf.message) if part)
+        tests.append(_gradescope_test("performance", float(perf.points or 0.0), float(perf.max_points or 0.0),
+                                      ratio is not None and (perf.points or 0) > 0, output))
+    if result.sanitizer is not None and result.sanitizer.status is SanitizerStatus.ERRORS:
+        tests.append(_gradescope_test("compute-sanitizer", 0.0, 0.0, False, result.sanitizer.message))
+    provenance = result.provenance
     body = {"output": _overview(result), "output_format": "text", "test_output_format": "text",
             "test_name_format": "text", "visibility": "visible", "stdout_visibility": "hidden",
-            "extra_data": {"cudalab_status": status, "graded": counts, "lab": result.get("lab"),
+            "extra_data": {"cudalab_status": result.status.value, "graded": counts, "lab": result.lab,
                            "student": entry.student, "handin_sha256": entry.sha256 or None,
-                           "seed": provenance.get("seed"), "cudalab_version": result.get("cudalab_version")},
+                           "seed": provenance.seed, "cudalab_version": result.cudalab_version},
             "tests": tests if counts else []}
     if counts:
-        body = {"score": round(float(result["score"].get("total") or 0.0), 4), **body}
-    seconds = _seconds_between(provenance.get("started_at"), provenance.get("finished_at"))
+        body = {"score": round(float(result.score.total), 4), **body}
+    seconds = _seconds_between(provenance.started_at, provenance.finished_at)
     if seconds is not None:
         body["execution_time"] = seconds
-    ratio = ratio_of(result)
     if ratio is not None and counts:
         body["leaderboard"] = [{"name": "speed ratio", "value": float(f"{ratio:.4g}"), "order": "asc"}]
     return body
@@ -542,7 +511,7 @@ def write_student(out_dir: Path, entry: dict, lab_title: str, outputs: Sequence[
     return paths
 
 
-def _gradescope_text(entry: Entry, result: dict) -> str:
+def _gradescope_text(entry: Entry, result: GradeResult) -> str:
     try:
         return json.dumps(gradescope_results(entry, result), indent=2) + "\n"
     except (KeyError, TypeError, AttributeError, ValueError) as err:
@@ -558,7 +527,7 @@ class StudentOutput:
     name: str
     file: str
     what: str
-    render: Callable[[Entry, dict], str]
+    render: Callable[[Entry, GradeResult], str]
 
 
 @dataclass(frozen=True)
@@ -645,7 +614,7 @@ def _row_message(entry: Entry) -> str:
         return "not graded yet: this batch is partial"
     if entry.result is None:
         return "the grader failed on this hand-in before it had a result: grade it again"
-    return _one_line(entry.result.get("message"), 500)
+    return _one_line(entry.result.message, 500)
 
 
 def written_columns(questions) -> list[str]:
@@ -675,13 +644,13 @@ def gradebook_csv(entries: list[Entry], questions=(), kept: dict[str, dict[str, 
     rows = [list(GRADEBOOK_COLUMNS) + written]
     shared = _sharing(entries)
     for entry in entries:
-        score = entry.score or {}
-        ratio = ratio_of(entry.result) if entry.counts else None
+        score = entry.score
+        points = [score.correctness, score.performance, score.total, score.total_max] if score else [None] * 4
+        ratio = entry.result.ratio if entry.counts else None
         # The hand-in the grade is of: a hand-in changed since then is flagged, never shown
         # with its new hash beside the old grade.
         rows.append([entry.student, entry.handin_name, entry.graded_sha256 or entry.sha256,
-                     entry.status, _number(score.get("correctness")), _number(score.get("performance")),
-                     _number(score.get("total")), _number(score.get("total_max")),
+                     entry.status, *map(_number, points),
                      "" if ratio is None else f"{ratio:.4g}",
                      ";".join(kind for kind, _ in flags_of(entry, shared)), _row_message(entry)]
                     + [kept.get(entry.student, {}).get(column, "") for column in written])
@@ -689,8 +658,7 @@ def gradebook_csv(entries: list[Entry], questions=(), kept: dict[str, dict[str, 
 
 
 def _points_possible(entries: list[Entry]) -> float | None:
-    maxima = sorted({float(e.score["total_max"]) for e in entries
-                     if e.score and isinstance(e.score.get("total_max"), (int, float))})
+    maxima = sorted({float(e.score.total_max) for e in entries if e.score is not None})
     if len(maxima) > 1:
         raise PublishError("The results disagree on the points possible (" + ", ".join(f"{m:g}" for m in maxima)
                            + "): the lab's scoring changed during the batch. Grade again the hand-ins "
@@ -717,7 +685,7 @@ def canvas_csv(entries: list[Entry], lab_title: str, points_possible: float | No
             continue
         score = None if entry.student in shared else entry.score
         rows.append([entry.name or entry.student, entry.lms_id, entry.student, "", entry.section,
-                     "" if score is None else f"{float(score.get('total') or 0.0):.2f}"])
+                     "" if score is None else f"{float(score.total):.2f}"])
     return _csv(rows)
 
 
@@ -726,19 +694,17 @@ def case_names(entries: list[Entry]) -> list[str]:
     has each lists it)."""
     names: dict[str, None] = {}
     for entry in entries:
-        for case in (entry.result or {}).get("cases") or []:
-            if entry.counts and isinstance(case.get("name"), str):
-                names.setdefault(case["name"], None)
+        for case in entry.result.cases if entry.counts else []:
+            names.setdefault(case.name, None)
     return list(names)
 
 
-def _case_verdicts(entry: Entry) -> dict[str, str]:
+def _case_verdicts(entry: Entry) -> dict[str, CaseStatus]:
     """passed or failed per case the checker judged, for a hand-in with a grade; nothing for
     one without (no verdict of its cases is the student's)."""
     if not entry.counts:
         return {}
-    return {case["name"]: "passed" if case.get("status") == "passed" else "failed"
-            for case in entry.result.get("cases") or [] if isinstance(case.get("name"), str)}
+    return {case.name: case.status for case in entry.result.cases}
 
 
 def cases_csv(entries: list[Entry]) -> str:
@@ -762,9 +728,9 @@ def case_pass_rates(entries: list[Entry]) -> list[dict]:
             tally[name][verdict] += 1
     rates = []
     for order, name in enumerate(names):
-        judged = tally[name]["passed"] + tally[name]["failed"]
-        rates.append({"name": name, "passed": tally[name]["passed"], "failed": tally[name]["failed"],
-                      "judged": judged, "rate": f"{100.0 * tally[name]['passed'] / judged:.0f}%", "order": order})
+        passed, failed = tally[name][CaseStatus.PASSED], tally[name][CaseStatus.FAILED]
+        rates.append({"name": name, "passed": passed, "failed": failed, "judged": passed + failed,
+                      "rate": f"{100.0 * passed / (passed + failed):.0f}%", "order": order})
     rates.sort(key=lambda rate: (-rate["failed"] / rate["judged"], rate["order"]))
     return rates
 
@@ -842,11 +808,11 @@ def summary_page(lab: str, lab_title: str, entries: list[Entry], batch_info: dic
     counted = Counter(e.status for e in entries)
     counts = [(status, words.get(status, status), counted[status])
               for status in list(COUNT_ORDER) + sorted(set(counted) - set(COUNT_ORDER)) if counted[status]]
-    scores = [e.score for e in entries if e.score]
+    scores = [e.score for e in entries if e.score is not None]
     without = no_grade_groups(e.why_no_grade for e in entries)
-    totals = [float(s.get("total") or 0.0) for s in scores]
-    score_max = max([float(s.get("total_max") or 0.0) for s in scores], default=0.0)
-    timed = [(ratio_of(e.result), e) for e in entries if e.counts and ratio_of(e.result) is not None]
+    totals = [float(s.total) for s in scores]
+    score_max = max([float(s.total_max) for s in scores], default=0.0)
+    timed = [(e.result.ratio, e) for e in entries if e.counts and e.result.ratio is not None]
     score_plot, score_note = score_histogram(totals, score_max)
     ratio_plot, ratio_note = ratio_distribution([ratio for ratio, _ in timed])
 
@@ -859,34 +825,32 @@ def summary_page(lab: str, lab_title: str, entries: list[Entry], batch_info: dic
             failures.setdefault(failure[0], {}).setdefault(failure[1], []).append(
                 {"student": entry.student, "link": _link(entry)})
     fastest = []
-    correct = [(ratio, e) for ratio, e in timed
-               if all(c.get("status") == "passed" for c in e.result.get("cases") or [])]
+    correct = [(ratio, e) for ratio, e in timed if all(case.passed for case in e.result.cases)]
     correct.sort(key=lambda item: (item[0], item[1].student))
     for rank, (ratio, entry) in enumerate(correct[:_FASTEST], 1):
-        perf = entry.result.get("performance") or {}
-        check = perf.get("clock") or {}
+        perf = entry.result.performance  # timed, so there is one
+        clock = perf.clock or Clock()
         fastest.append({"rank": rank, "student": entry.student, "link": _link(entry), "ratio": f"{ratio:.3g}",
-                        "student_ms": report.ms_text(check.get("student_ms")),
-                        "reference_ms": report.ms_text(check.get("reference_ms")),
-                        "total": report.points_text(entry.score.get("total")),
-                        "flagged": perf.get("flagged") is True})
+                        "student_ms": report.ms_text(clock.student_ms),
+                        "reference_ms": report.ms_text(clock.reference_ms),
+                        "total": report.points_text(entry.score.total), "flagged": perf.flagged})
     shared = _sharing(entries)
     flagged = [{"student": e.student, "handin": e.handin_name, "link": _link(e),
                 "flags": [{"kind": kind, "word": FLAG_WORDS[kind], "detail": detail} for kind, detail in flags]}
                for e in entries for flags in [flags_of(e, shared)] if flags]
     everyone = [{"student": e.student, "handin": e.handin_name, "link": _link(e) if e.state != "pending" else None,
                  "status": words.get(e.status, e.status),
-                 "total": report.points_text(e.score.get("total")) if e.score else "",
-                 "total_max": report.points_text(e.score.get("total_max")) if e.score else "",
-                 "ratio": f"{ratio_of(e.result):.3g}" if e.counts and ratio_of(e.result) is not None else "",
+                 "total": report.points_text(e.score.total) if e.score else "",
+                 "total_max": report.points_text(e.score.total_max) if e.score else "",
+                 "ratio": f"{e.result.ratio:.3g}" if e.counts and e.result.ratio is not None else "",
                  "flags": ", ".join(FLAG_WORDS[kind] for kind, _ in flags_of(e, shared))} for e in entries]
     # Written answers (README.md, where the lab asks questions): who handed them in, with a
     # link to the feedback that shows them; their points are gradebook.csv's written columns.
-    answered = [(e, (e.result or {}).get("written_answers")) for e in entries if e.state != "pending"]
-    answered = [(e, a) for e, a in answered if isinstance(a, dict)]
+    answered = [(e, e.result.written_answers) for e in entries
+                if e.state != "pending" and e.result is not None and e.result.written_answers is not None]
     written = {"asked": len(answered),
-               "with": [{"student": e.student, "link": _link(e)} for e, a in answered if a.get("readme")],
-               "without": [e.student for e, a in answered if not a.get("readme")]}
+               "with": [{"student": e.student, "link": _link(e)} for e, a in answered if a.readme],
+               "without": [e.student for e, a in answered if not a.readme]}
     missing = batch_info.get("missing") or []
     if not isinstance(missing, list) or not all(isinstance(m, dict) for m in missing):
         raise PublishError("batch_info's missing must be a list of roster students (student, name).")

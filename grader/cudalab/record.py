@@ -12,9 +12,10 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
-from .status import Status
+from .status import CaseStatus, PerformanceStatus, RunStatus, SanitizerStatus, Status
 
 SCHEMA = "cudalab.grade/1"
 
@@ -55,6 +56,32 @@ def _strings(body: dict, key: str, where: str) -> list[str]:
     return list(values)
 
 
+def _objects(body: dict, key: str, where: str, default: Any = dataclasses.MISSING,
+             nullable: bool = False) -> list[dict] | None:
+    """body[key], a list of objects (None where `nullable`)."""
+    values = _take(body, key, (list,), where, default, nullable)
+    if values is not None and not all(isinstance(v, dict) for v in values):
+        raise RecordError(f"{where}.{key} holds something other than objects")
+    return values
+
+
+def _word(body: dict, key: str, kind: type[Enum], where: str) -> Any:
+    """body[key] as a member of the status enum `kind`, refused with the words it may be."""
+    word = _take(body, key, (str,), where)
+    try:
+        return kind(word)
+    except ValueError:
+        raise RecordError(f"{where}.{key} is {word!r}, not one of "
+                          f"{', '.join(member.value for member in kind)}") from None
+
+
+def _optional(section: type, body: dict, key: str, where: str, inside: str | None = None) -> Any:
+    """The section `section` at body[key], or None where the record has none there; `inside`
+    names it in a RecordError (default: <where>.<key>)."""
+    value = _take(body, key, (dict,), where, None, nullable=True)
+    return None if value is None else section.from_json(value, inside or f"{where}.{key}")
+
+
 NUMBER = (int, float)
 
 
@@ -78,7 +105,7 @@ def _plain(value: Any) -> Any:
         return value.to_json()
     if isinstance(value, list):
         return [_plain(v) for v in value]
-    if isinstance(value, Status):
+    if isinstance(value, Enum):
         return value.value
     return value
 
@@ -153,67 +180,153 @@ class Build(_Section):
 @dataclass
 class Case(_Section):
     name: str
-    status: str                    # "passed" or "failed"
+    status: CaseStatus
     message: str
     points: float | None = None
     max_points: float | None = None
+    difference_images: dict[str, str] = field(default_factory=dict)  # output -> picture beside the feedback
     extra: dict = field(default_factory=dict)
-    FIELDS = ("name", "status", "message", "points", "max_points")
+    FIELDS = ("name", "status", "message", "points", "max_points", "difference_images")
 
     @property
     def passed(self) -> bool:
-        return self.status == "passed"
+        return self.status is CaseStatus.PASSED
 
     @classmethod
     def from_json(cls, body: Any, where: str = "case") -> "Case":
         body = _object(body, where)
-        status = _take(body, "status", (str,), where)
-        if status not in ("passed", "failed"):
-            raise RecordError(f"{where}.status is {status!r}, not 'passed' or 'failed'")
+        pictures = _take(body, "difference_images", (dict,), where, {})
+        if not all(isinstance(v, str) for v in pictures.values()):
+            raise RecordError(f"{where}.difference_images holds something other than file names")
         return _section(cls, body, dict(
-            name=_take(body, "name", (str,), where), status=status, message=_take(body, "message", (str,), where),
-            points=_take(body, "points", NUMBER, where, None), max_points=_take(body, "max_points", NUMBER, where, None)))
+            name=_take(body, "name", (str,), where), status=_word(body, "status", CaseStatus, where),
+            message=_take(body, "message", (str,), where),
+            points=_take(body, "points", NUMBER, where, None), max_points=_take(body, "max_points", NUMBER, where, None),
+            difference_images=pictures))
+
+
+@dataclass
+class Clock(_Section):
+    """What the grader's clock said of the timed case (timing.ClockScore.to_json), per run."""
+    student_ms: float | None = None
+    reference_ms: float | None = None
+    extra: dict = field(default_factory=dict)
+    FIELDS = ("student_ms", "reference_ms")
+
+    @classmethod
+    def from_json(cls, body: Any, where: str = "clock") -> "Clock":
+        body = _object(body, where)
+        return _section(cls, body, dict(student_ms=_take(body, "student_ms", NUMBER, where, None, nullable=True),
+                                        reference_ms=_take(body, "reference_ms", NUMBER, where, None, nullable=True)))
 
 
 @dataclass
 class Performance(_Section):
-    status: str                    # scored, zero, skipped, none
+    status: PerformanceStatus
     message: str = ""
     points: float | None = None
     max_points: float | None = None
     ratio: float | None = None
     flagged: bool = False
+    timing_case: str | None = None   # the case timed (absent where none was)
+    clock: Clock | None = None       # absent where nothing was timed
     extra: dict = field(default_factory=dict)
-    FIELDS = ("status", "message", "points", "max_points", "ratio", "flagged")
-    STATUSES = ("scored", "zero", "skipped", "none")
+    FIELDS = ("status", "message", "points", "max_points", "ratio", "flagged", "timing_case", "clock")
+
+    @property
+    def scored_ratio(self) -> float | None:
+        """Student time / reference time, where performance was measured and scored."""
+        return float(self.ratio) if self.status is PerformanceStatus.SCORED and self.ratio is not None else None
 
     @classmethod
     def from_json(cls, body: Any, where: str = "performance") -> "Performance":
         body = _object(body, where)
-        status = _take(body, "status", (str,), where)
-        if status not in cls.STATUSES:
-            raise RecordError(f"{where}.status is {status!r}, not one of {', '.join(cls.STATUSES)}")
         return _section(cls, body, dict(
-            status=status, message=_take(body, "message", (str,), where, ""),
+            status=_word(body, "status", PerformanceStatus, where), message=_take(body, "message", (str,), where, ""),
             points=_take(body, "points", NUMBER, where, None), max_points=_take(body, "max_points", NUMBER, where, None),
             ratio=_take(body, "ratio", NUMBER, where, None, nullable=True),
-            flagged=_take(body, "flagged", (bool,), where, False)))
+            flagged=_take(body, "flagged", (bool,), where, False),
+            timing_case=_take(body, "timing_case", (str,), where, None, nullable=True),
+            clock=_optional(Clock, body, "clock", where)))
 
 
 @dataclass
 class Sanitizer(_Section):
-    status: str                    # skipped, clean, errors
+    status: SanitizerStatus
     points_off: float = 0.0
     message: str = ""
+    findings: list[dict] = field(default_factory=list)  # each with its "sentence" (sanitizer.Finding)
     extra: dict = field(default_factory=dict)
-    FIELDS = ("status", "points_off", "message")
+    FIELDS = ("status", "points_off", "message", "findings")
 
     @classmethod
     def from_json(cls, body: Any, where: str = "sanitizer") -> "Sanitizer":
         body = _object(body, where)
-        return _section(cls, body, dict(status=_take(body, "status", (str,), where),
+        return _section(cls, body, dict(status=_word(body, "status", SanitizerStatus, where),
                                         points_off=_take(body, "points_off", NUMBER, where, 0.0),
-                                        message=_take(body, "message", (str,), where, "")))
+                                        message=_take(body, "message", (str,), where, ""),
+                                        findings=_objects(body, "findings", where, [])))
+
+
+@dataclass
+class Run(_Section):
+    """How the student's program's correctness run ended."""
+    status: RunStatus
+    description: str = ""
+    stderr_head: str = ""
+    extra: dict = field(default_factory=dict)
+    FIELDS = ("status", "description", "stderr_head")
+
+    @classmethod
+    def from_json(cls, body: Any, where: str = "run") -> "Run":
+        body = _object(body, where)
+        return _section(cls, body, dict(status=_word(body, "status", RunStatus, where),
+                                        description=_take(body, "description", (str,), where, ""),
+                                        stderr_head=_take(body, "stderr_head", (str,), where, "")))
+
+
+@dataclass
+class Isolation(_Section):
+    """The isolation the student's code ran under (grade's isolation record): `official` False
+    or `allowed_without` True where it was not the official sandbox."""
+    official: bool | None = None
+    allowed_without: bool = False
+    summary: str = ""
+    missing: list[str] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+    FIELDS = ("official", "allowed_without", "summary", "missing")
+
+    @property
+    def problem(self) -> str:
+        """What an instructor should know where the grade was not given under the official
+        sandbox ("no sandbox (unofficial) (missing: ...)"); "" where it was."""
+        if self.official is not False and not self.allowed_without:
+            return ""
+        missing = "; ".join(self.missing)
+        return (self.summary or "not the official sandbox") + (f" (missing: {missing})" if missing else "")
+
+    @classmethod
+    def from_json(cls, body: Any, where: str = "isolation") -> "Isolation":
+        body = _object(body, where)
+        return _section(cls, body, dict(official=_take(body, "official", (bool,), where, None, nullable=True),
+                                        allowed_without=_take(body, "allowed_without", (bool,), where, False),
+                                        summary=_take(body, "summary", (str,), where, ""),
+                                        missing=_strings(body, "missing", where)))
+
+
+@dataclass
+class WrittenAnswers(_Section):
+    """The lab's written questions and README.md as the student handed it in (None: none)."""
+    readme: str | None
+    questions: list[dict] = field(default_factory=list)  # id, text, points each
+    extra: dict = field(default_factory=dict)
+    FIELDS = ("readme", "questions")
+
+    @classmethod
+    def from_json(cls, body: Any, where: str = "written_answers") -> "WrittenAnswers":
+        body = _object(body, where)
+        return _section(cls, body, dict(readme=_take(body, "readme", (str,), where, None, nullable=True),
+                                        questions=_objects(body, "questions", where, [])))
 
 
 @dataclass
@@ -223,8 +336,10 @@ class Provenance(_Section):
     finished_at: str | None
     gpu: str | None = None
     phases_s: dict = field(default_factory=dict)
+    isolation: Isolation | None = None
+    gpu_sharing: list[dict] | None = None  # gpu.GpuWait each: who else used the GPU before it was timed
     extra: dict = field(default_factory=dict)
-    FIELDS = ("seed", "started_at", "finished_at", "gpu", "phases_s")
+    FIELDS = ("seed", "started_at", "finished_at", "gpu", "phases_s", "isolation", "gpu_sharing")
 
     @classmethod
     def from_json(cls, body: Any, where: str = "provenance") -> "Provenance":
@@ -234,7 +349,9 @@ class Provenance(_Section):
             started_at=_take(body, "started_at", (str,), where, nullable=True),
             finished_at=_take(body, "finished_at", (str,), where, nullable=True),
             gpu=_take(body, "gpu", (str,), where, None, nullable=True),
-            phases_s=_take(body, "phases_s", (dict,), where, {})))
+            phases_s=_take(body, "phases_s", (dict,), where, {}),
+            isolation=_optional(Isolation, body, "isolation", where),
+            gpu_sharing=_objects(body, "gpu_sharing", where, None, nullable=True)))
 
 
 @dataclass
@@ -251,19 +368,33 @@ class GradeResult(_Section):
     build: Build
     cases: list[Case]
     performance: Performance | None
-    run: dict | None
+    run: Run | None
     warnings: list[str]
     provenance: Provenance
     sanitizer: Sanitizer | None = None
+    written_answers: WrittenAnswers | None = None  # where the lab asks written questions
+    scheduler_failure: dict | None = None          # what a cluster's scheduler said when it stopped the grade
     schema: str = SCHEMA
     extra: dict = field(default_factory=dict)
     FIELDS = ("schema", "cudalab_version", "lab", "lab_title", "submission", "status", "exit_code", "message",
-              "score", "build", "cases", "performance", "run", "sanitizer", "warnings", "provenance")
+              "score", "build", "cases", "performance", "run", "sanitizer", "warnings", "provenance",
+              "written_answers", "scheduler_failure")
 
     @property
     def is_grade(self) -> bool:
-        """Its score is the student's grade (a zero included); see Status."""
+        """Its status is one whose score is the student's grade (a zero included); see Status."""
         return self.status.is_grade
+
+    @property
+    def has_grade(self) -> bool:
+        """It holds the student's grade: a status whose score is the grade, and a score
+        (status.has_grade of the record as JSON). Any other record says nothing of the hand-in."""
+        return self.status.is_grade and self.score is not None
+
+    @property
+    def ratio(self) -> float | None:
+        """Student time / reference time, where performance was measured and scored."""
+        return self.performance.scored_ratio if self.performance is not None else None
 
     @property
     def total(self) -> float | None:
@@ -286,8 +417,8 @@ class GradeResult(_Section):
                               f"{int(status.exit_code)}")
         score = _take(body, "score", (dict,), where, nullable=True)
         performance = _take(body, "performance", (dict,), where, nullable=True)
-        sanitizer = _take(body, "sanitizer", (dict,), where, None, nullable=True)
         cases = _take(body, "cases", (list,), where)
+        run = _take(body, "run", (dict,), where, nullable=True)
         return _section(cls, body, dict(
             schema=SCHEMA, cudalab_version=_take(body, "cudalab_version", (str,), where),
             lab=_take(body, "lab", (str,), where), lab_title=_take(body, "lab_title", (str,), where),
@@ -297,7 +428,9 @@ class GradeResult(_Section):
             build=Build.from_json(body.get("build"), f"{where}: build"),
             cases=[Case.from_json(c, f"{where}: case {i + 1}") for i, c in enumerate(cases)],
             performance=None if performance is None else Performance.from_json(performance, f"{where}: performance"),
-            run=_take(body, "run", (dict,), where, nullable=True),
-            sanitizer=None if sanitizer is None else Sanitizer.from_json(sanitizer, f"{where}: sanitizer"),
+            run=None if run is None else Run.from_json(run, f"{where}: run"),
+            sanitizer=_optional(Sanitizer, body, "sanitizer", where, f"{where}: sanitizer"),
             warnings=_strings(body, "warnings", where),
-            provenance=Provenance.from_json(body.get("provenance"), f"{where}: provenance")))
+            provenance=Provenance.from_json(body.get("provenance"), f"{where}: provenance"),
+            written_answers=_optional(WrittenAnswers, body, "written_answers", where, f"{where}: written answers"),
+            scheduler_failure=_take(body, "scheduler_failure", (dict,), where, None, nullable=True)))

@@ -1,7 +1,8 @@
 """Turn a grade result (the `cudalab.grade/1` JSON document) into files and text.
 
-The templates in cudalab/templates/ render from that document alone, so what a student
-reads and what a machine reads can never disagree. A result holds student-controlled text
+The templates in cudalab/templates/ render from that document alone, read once as a typed
+record (record.GradeResult), so what a student reads and what a machine reads can never
+disagree. A result holds student-controlled text
 (compiler output quoting their source, their program's stderr, file and hand-in names), so
 the HTML templates are autoescaped and the Markdown feedback escapes every value it shows
 (markdown_text): raw HTML, links and images come only from the template itself.
@@ -17,7 +18,9 @@ from pathlib import Path
 
 import jinja2
 
-from .status import WORDS as _STATUS_WORDS, Status
+from .errors import GraderError
+from .record import GradeResult, RecordError
+from .status import WORDS as _STATUS_WORDS, PerformanceStatus, Status
 
 RESULT_FILE = "result.json"
 FEEDBACK_FILE = "feedback.md"
@@ -141,26 +144,39 @@ def environment(student_markdown: bool = False) -> jinja2.Environment:
     env.filters.update(points=points_text, ms=ms_text, fence=_fence,
                        table_cell=_escaped_table_cell if student_markdown else _table_cell,
                        relative_link=_relative_link, verbatim=_verbatim)
-    env.globals.update(status_words=STATUS_WORDS, Status=Status,
-                       verdicts={s.value: s.verdict for s in Status if s.verdict is not None})
+    env.globals.update(Status=Status, PerformanceStatus=PerformanceStatus)
     return env
 
 
-def render(template: str, result: dict) -> str:
+def render(template: str, result: GradeResult) -> str:
     return environment(student_markdown=template in STUDENT_MARKDOWN).get_template(template).render(r=result)
 
 
-def render_summary(result: dict) -> str:
+def render_summary(result: GradeResult) -> str:
     return render("summary.txt.j2", result)
 
 
-def render_feedback(result: dict) -> str:
+def render_feedback(result: GradeResult) -> str:
     return render("feedback.md.j2", result)
 
 
-def write_outputs(out_dir: Path, result: dict) -> dict[str, Path]:
-    """result.json first (the record), then feedback.md; both atomically."""
+def read_grade(result: dict, where: Path) -> GradeResult:
+    """The grade `cudalab grade` just made, read as a typed record; a GraderError that says
+    so where it cannot be (the grader wrote what it cannot read: not the student's fault)."""
+    try:
+        return GradeResult.from_json(result)
+    except RecordError as err:
+        raise GraderError(f"The grade written to {where} cannot be read back ({err}), so no feedback was "
+                          "written; this is a fault of the grader, not of the hand-in. Report it with that "
+                          "file.") from None
+
+
+def write_outputs(out_dir: Path, result: dict) -> tuple[dict[str, Path], GradeResult]:
+    """result.json first (the record as grade made it: it exists whatever follows), then the
+    record read once (read_grade), then feedback.md from it; each file atomically. Returns the
+    paths and the typed record."""
     paths = {"result": out_dir / RESULT_FILE, "feedback": out_dir / FEEDBACK_FILE}
     atomic_write_text(paths["result"], json.dumps(result, indent=2) + "\n")
-    atomic_write_text(paths["feedback"], render_feedback(result))
-    return paths
+    record = read_grade(result, paths["result"])
+    atomic_write_text(paths["feedback"], render_feedback(record))
+    return paths, record

@@ -43,6 +43,7 @@ from . import safe_files, trees
 from .config import Config
 from .errors import GraderError
 from .exit_codes import Harness, harness_status
+from .status import RunStatus
 
 INSIDE_ROOT = "/cudalab"
 """Every caller-provided mount point lives under this folder inside the sandbox, so a bind can
@@ -122,10 +123,11 @@ class ProcessResult:
 
     @property
     def status(self) -> str:
-        """A harness status word, or 'crashed' (a signal) or 'unexpected_exit' (a code it never uses)."""
+        """A harness status word, or RunStatus.CRASHED (a signal) or UNEXPECTED_EXIT (a code it
+        never uses): a RunStatus's word."""
         if self.returncode < 0 and not self.timed_out:
-            return "crashed"
-        return harness_status(self.exit_code) or "unexpected_exit"
+            return RunStatus.CRASHED.value
+        return harness_status(self.exit_code) or RunStatus.UNEXPECTED_EXIT.value
 
     def describe(self) -> str:
         """What happened, in words a student can act on."""
@@ -145,9 +147,9 @@ class ProcessResult:
             meaning = _SIGNAL_MEANING.get(-self.returncode, "stopped by a signal")
             return f"the program crashed with {self.signal_name} ({meaning})"
         status = self.status
-        if status == "cuda_error":
+        if status == RunStatus.CUDA_ERROR:
             return "the program stopped on a CUDA error"
-        if status == "unexpected_exit":
+        if status == RunStatus.UNEXPECTED_EXIT:
             text = f"the program exited with code {self.returncode}, which the harness never uses"
             if 128 < self.returncode < 128 + 64:  # how shells report a child killed by a signal
                 text += (" (a shell's way of saying a process was killed by "

@@ -8,9 +8,15 @@ grade.py (exit codes, scores), errors.py (the status each error reports), publis
 (grade cells, counts, failure reasons, Gradescope's tests), report.py and the templates
 (words and verdicts). The JSON value of each is the member's string value.
 
+The statuses inside a grade are here too, each an enum whose members equal their JSON
+words: a case's verdict (CaseStatus), how the student's program ended (RunStatus: the
+harness's exit codes' words, exit_codes.Harness, and two the grader adds), the performance
+section's (PerformanceStatus) and compute-sanitizer's (SanitizerStatus). record.py reads a
+grade into them; publish.py, report.py and the templates compare against them, never against
+a spelled-out word (tests/test_status.py greps for one).
+
 Not statuses of a grade: the batch's states of a row ("pending", "failed_to_grade",
-publish.STATE_WORDS), the run's and the checker's words ("passed", "cuda_error", ...,
-exit_codes.Harness) and the checks of `cudalab check` (check.CHECKS).
+publish.STATE_WORDS) and the checks of `cudalab check` (check.CHECKS).
 """
 from __future__ import annotations
 
@@ -112,6 +118,64 @@ class Status(str, Enum):
         return cls.of(word) or cls.ERROR
 
 
+class _Word(str, Enum):
+    """A status word inside a grade: equal to its JSON word, written as it."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+class CaseStatus(_Word):
+    """The checker's verdict on one case of a grade."""
+    PASSED = "passed"
+    FAILED = "failed"
+
+
+class RunStatus(_Word):
+    """How the student's program ended (a grade's run.status, sandbox.ProcessResult.status):
+    the word of each harness exit code (exit_codes.Harness), or CRASHED (a signal) or
+    UNEXPECTED_EXIT (a code the harness never uses). `finished` says it ended on its own
+    with a verdict; `crashed` that it stopped short of one (a crash, an error or a refusal),
+    which summary.html files as "crashed or stopped on a CUDA error"."""
+
+    def __new__(cls, value: str, finished: bool, crashed: bool):
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.finished = finished
+        member.crashed = crashed
+        return member
+
+    PASSED = ("passed", True, False)
+    FAILED = ("failed", True, False)
+    USAGE = ("usage", False, True)
+    CUDA_ERROR = ("cuda_error", False, True)
+    NO_DEVICE = ("no_device", False, True)
+    TIMEOUT = ("timeout", False, False)
+    INTERNAL = ("internal", False, True)
+    CRASHED = ("crashed", False, True)
+    UNEXPECTED_EXIT = ("unexpected_exit", False, True)
+
+
+class PerformanceStatus(_Word):
+    """What became of a grade's performance points: SCORED (timed and scored against the
+    reference), ZERO (timed, no points: too slow or the timing's rules broken), SKIPPED (not
+    timed: a case failed) or NONE (the lab has no performance points)."""
+    SCORED = "scored"
+    ZERO = "zero"
+    SKIPPED = "skipped"
+    NONE = "none"
+
+
+class SanitizerStatus(_Word):
+    """What compute-sanitizer made of a grade: SKIPPED (not run), CLEAN or ERRORS (points off)."""
+    SKIPPED = "skipped"
+    CLEAN = "clean"
+    ERRORS = "errors"
+
+
 def values(**wanted: bool) -> tuple[str, ...]:
     """The JSON values of the statuses whose attributes are as given, in table order:
     values(is_grade=True) -> ("graded", "compile_error", ...)."""
@@ -119,9 +183,10 @@ def values(**wanted: bool) -> tuple[str, ...]:
 
 
 def has_grade(result) -> bool:
-    """Whether a grade result (cudalab.grade/1) holds the student's grade: its status is one whose
-    score is the grade (a zero included) and it has a score. Any other result, a grader error's
-    zero included, says nothing about the hand-in."""
+    """Whether a grade result (cudalab.grade/1, as JSON) holds the student's grade: its status is
+    one whose score is the grade (a zero included) and it has a score. Any other result, a grader
+    error's zero included, says nothing about the hand-in. (record.GradeResult.has_grade says
+    the same of a typed one.)"""
     return (isinstance(result, dict) and Status.reported(result.get("status")).is_grade
             and isinstance(result.get("score"), dict))
 

@@ -11,6 +11,7 @@ import pytest
 
 from cudalab import cli, console, progress, report
 from cudalab.errors import CompileError
+from cudalab.record import GradeResult
 from grade_results import OUTCOMES
 
 # An OSC 52 (set the clipboard), then erase the line and return to its start to print a PASS
@@ -66,13 +67,13 @@ def test_a_grade_summary_shows_echoed_source_case_messages_and_warnings_as_text(
     result = OUTCOMES["compile_error"]()
     result["build"]["feedback"] = [f"vector_add.cu:3:1: error: stray '\\33' in program", f"    3 | {HOSTILE}"]
     result["warnings"] = [f"{HOSTILE}.cu was ignored"]
-    console.text(report.render_summary(result))
+    console.text(report.render_summary(GradeResult.from_json(result)))
     summary = capsys.readouterr().out
     assert_visible(summary)
     assert "Status: did not compile" in summary
     graded = OUTCOMES["graded"]()
     graded["cases"][1]["message"] = f"c[256] is wrong {HOSTILE}"
-    console.text(report.render_summary(graded))
+    console.text(report.render_summary(GradeResult.from_json(graded)))
     assert_visible(capsys.readouterr().out)
 
 

@@ -92,7 +92,7 @@ def test_an_executor_added_as_the_recipe_says_grades_a_batch(toy_config, tmp_pat
 
 def moodle_csv(context: publish.ClassContext) -> str:
     """Moodle's grade import: one row per student with a grade (its id number and points)."""
-    rows = [["ID number", "Grade"]] + [[entry.student, f"{entry.score['total']:g}"]
+    rows = [["ID number", "Grade"]] + [[entry.student, f"{entry.score.total:g}"]
                                        for entry in context.entries if entry.counts and entry.score]
     return "".join(",".join(row) + "\n" for row in rows)
 

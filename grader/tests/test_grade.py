@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cudalab import build, cli, grade, labs, report, sandbox
+from cudalab.record import GradeResult
 from cudalab.runner import Runner
 from conftest import seal, write_fake
 
@@ -101,7 +102,7 @@ def test_only_the_graders_clock_is_scored_and_the_programs_claim_is_only_shown(t
     assert clock["student_reported_ms"] == 0.5
     assert clock["student_ms"] > 3.0 and perf["ratio"] > 1.5 and perf["points"] < 30
     assert "events said 0.5 ms per call; the grade uses the grader's clock" in perf["message"]
-    assert "grader's clock" in report.render_feedback(result)
+    assert "grader's clock" in report.render_feedback(GradeResult.from_json(result))
 
 
 def test_fast_but_wrong_in_the_timed_samples_scores_no_performance(toy_config, toy_submission,
@@ -212,7 +213,7 @@ def test_no_device_is_not_run_never_a_zero(toy_config, toy_root, toy_submission,
     assert result["score"] is None and result["cases"] == []
     assert result["build"]["status"] == "built"
     assert "no CUDA device" in result["message"]
-    assert "Not graded" in report.render_feedback(result)
+    assert "Not graded" in report.render_feedback(GradeResult.from_json(result))
 
 
 def test_submission_claiming_no_device_fails(toy_config, toy_submission, fake_submission):
@@ -288,9 +289,9 @@ def test_allow_unisolated_grades_and_says_it_is_not_official(unsandboxed, toy_su
     result = grade.grade(unsandboxed, "toy", toy_submission, seed=1, allow_unisolated=True)
     assert result["status"] == "graded" and result["score"]["correctness"] == 60
     assert any("not an official grade" in w for w in result["warnings"])
-    assert "not an official grade" in report.render_feedback(result)
+    assert "not an official grade" in report.render_feedback(GradeResult.from_json(result))
     assert result["provenance"]["isolation"]["kind"] == "none"
-    assert "isolation: no sandbox (not official)" in report.render_summary(result)
+    assert "isolation: no sandbox (not official)" in report.render_summary(GradeResult.from_json(result))
 
 
 def _cli_env(monkeypatch, config):

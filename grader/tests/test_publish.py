@@ -17,6 +17,7 @@ from markdown_it import MarkdownIt
 
 from cudalab import publish, report
 from cudalab.labspec import Question
+from cudalab.record import GradeResult
 from grade_results import OUTCOMES, assert_matches_golden, class_entries, entry_for
 
 SCHEMA = Path(publish.__file__).parent / "schemas" / "gradescope_results.schema.json"
@@ -27,7 +28,7 @@ PLOT = re.compile(r"data:image/svg\+xml;base64,[A-Za-z0-9+/=]+")
 
 def render_feedback_html(result: dict) -> str:
     """The feedback page alone, as publish writes it beside feedback.md."""
-    return report.render("feedback.html.j2", result)
+    return report.render("feedback.html.j2", GradeResult.from_json(result))
 
 
 def _validator():
@@ -54,7 +55,7 @@ def test_feedback_matches_the_stored_copies(tmp_path, outcome):
     paths = publish.write_student(tmp_path, {"student": "alice", "state": "done", "result": result,
                                              "handin": {"name": "alice.tar.gz", "sha256": "0" * 64}},
                                   "Vector addition")
-    assert paths["feedback"].read_text() == report.render_feedback(result), "feedback.md is the grade's own"
+    assert paths["feedback"].read_text() == report.render_feedback(GradeResult.from_json(result)), "feedback.md is the grade's own"
     assert_matches_golden(paths["feedback"].read_text(), f"{outcome}.feedback.md")
     assert_matches_golden(paths["feedback_html"].read_text(), f"{outcome}.feedback.html")
     assert sorted(p.name for p in (tmp_path / "students" / "alice").iterdir()) == \
@@ -71,7 +72,7 @@ def test_html_feedback_shows_student_text_and_never_runs_it(tmp_path):
     assert "<script>" not in html and "<img src=x" not in html and "<b>this</b>" not in html
     assert "&lt;/pre&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&amp; more" in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
-    markdown = report.render_feedback(result)
+    markdown = report.render_feedback(GradeResult.from_json(result))
     assert "\n`````\nkernel.cu(3)" in markdown and markdown.count("\n`````\n") == 2, \
         "the code fence outlasts any run of backticks in the compiler output"
 
@@ -88,7 +89,7 @@ def test_markdown_feedback_shows_student_text_without_html_or_links(tmp_path):
     result["cases"][1]["message"] = "c[1] is <b>wrong</b> | [x](javascript:alert(1))"
     result["cases"][1]["difference_images"] = {"c": "javascript:alert(1)"}
     result["run"].update(status="crashed", description="it crashed", stderr_head="<b>[raw](http://x)</b>\n```")
-    markdown = report.render_feedback(result)
+    markdown = report.render_feedback(GradeResult.from_json(result))
     tokens = MarkdownIt("commonmark").enable("table").parse(markdown)  # as the handouts are rendered
     inline = [child for token in tokens for child in (token.children or [])]
     assert not [t.type for t in tokens + inline if t.type in ("html_block", "html_inline", "link_open", "image")]
@@ -108,7 +109,7 @@ def test_difference_images_are_linked_only_below_the_feedback(tmp_path):
     html = render_feedback_html(result)
     assert '<a href="images/n_257/c.png">difference image of c</a>' in html
     assert "javascript:" not in html and "../../other" not in html
-    markdown = report.render_feedback(result)
+    markdown = report.render_feedback(GradeResult.from_json(result))
     assert "([difference image of c](images/n_257/c.png))" in markdown
     assert "javascript" not in markdown and "../../other" not in markdown
 
@@ -118,7 +119,7 @@ def test_a_sanitizer_that_was_not_run_still_renders():
     result["sanitizer"] = {"status": "skipped", "points_off": 0.0,
                            "message": "compute-sanitizer is not on this machine, so no points were taken off "
                                       "for it."}
-    for page in (report.render_feedback(result), render_feedback_html(result)):
+    for page in (report.render_feedback(GradeResult.from_json(result)), render_feedback_html(result)):
         assert "compute-sanitizer is not on this machine" in page
 
 
@@ -141,7 +142,7 @@ def test_gradescope_results_follow_the_schema(tmp_path, outcome):
         perf = next(t for t in body["tests"] if t["name"] == "performance")
         assert (perf["score"], perf["max_score"]) == (result["performance"]["points"],
                                                       result["performance"]["max_points"])
-    ratio = publish.ratio_of(result)
+    ratio = GradeResult.from_json(result).ratio
     if ratio is None or not counts:
         assert "leaderboard" not in body
     else:
@@ -226,15 +227,39 @@ def test_any_other_id_gets_a_folder_inside_students(tmp_path, student):
     ({"student": "s1", "state": "done", "result": {"schema": "cudalab.grade/1", "status": "graded"}},
      "not a complete cudalab.grade/1"),
     ({"student": "s1", "state": "done", "result": OUTCOMES["full_marks"]() | {"performance": "fast"}},
-     "(performance is missing or of the wrong type)"),
+     'performance is "fast", not an object'),
     ({"student": "s1", "state": "done", "result": OUTCOMES["graded"]() | {"cases": ["n_1"]}},
-     "(cases is missing or of the wrong type)"),
+     "case 1 is str, not an object"),
     ({"student": "s1", "state": "done", "result": OUTCOMES["graded"]() | {"score": {"total": "high"}}},
-     "(score is missing or of the wrong type)"),
+     "score has no 'correctness'"),
 ])
 def test_bad_entries_are_refused_in_a_sentence(tmp_path, entry, words):
     with pytest.raises(publish.PublishError, match=re.escape(words)):
         publish.write_student(tmp_path, entry, "V")
+
+
+def _with_case_status(result: dict, word: str) -> dict:
+    result["cases"][0]["status"] = word
+    return result
+
+
+@pytest.mark.parametrize("result, said", [
+    (_with_case_status(OUTCOMES["graded"](), "passed-ish"), "case 1.status is 'passed-ish', not one of passed, failed"),
+    (OUTCOMES["graded"]() | {"run": {"status": "exploded"}}, "run.status is 'exploded', not one of passed"),
+    (OUTCOMES["full_marks"]() | {"sanitizer": {"status": "mostly"}}, "sanitizer.status is 'mostly'"),
+    (OUTCOMES["graded"]() | {"exit_code": 24}, "says 'graded' with exit code 24"),
+])
+def test_a_result_with_a_status_this_grader_does_not_know_is_refused(tmp_path, result, said):
+    """Proves: every output reads a result through the typed record, so a case verdict, a run's
+    end, a sanitizer status or an exit code it does not know is refused with a sentence that
+    names the field, for the student's files and the class's alike, never filed under a guess
+    (a case that is not "passed" counted as failed, an unknown run as wrong results)."""
+    entry = {"student": "s1", "state": "done", "result": result}
+    with pytest.raises(publish.PublishError, match=r"The result of 's1' is not a complete cudalab\.grade/1 document "
+                                                   rf"\(.*{re.escape(said)}.*\); grade the hand-in again\."):
+        publish.write_student(tmp_path, entry, "V")
+    with pytest.raises(publish.PublishError, match=re.escape(said)):
+        _publish_class(tmp_path, [entry])
 
 
 # --- per class ---------------------------------------------------------------------------------
@@ -335,7 +360,7 @@ def test_results_that_disagree_on_the_points_possible_are_refused(tmp_path):
 def test_a_damaged_result_in_a_class_is_refused_in_a_sentence(tmp_path):
     entries = class_entries()
     entries[3]["result"]["provenance"]["gpu_sharing"] = "busy"
-    with pytest.raises(publish.PublishError, match=r"The result of 's1021' .*\(provenance.gpu_sharing is missing"):
+    with pytest.raises(publish.PublishError, match=r"The result of 's1021' .*provenance\.gpu_sharing is \"busy\", not a list"):
         _publish_class(tmp_path, entries)
 
 
@@ -563,14 +588,14 @@ def test_written_answers_reach_the_feedback_as_text_and_the_class_page(tmp_path)
     result = OUTCOMES["graded"]()
     result["written_answers"] = {"readme": hostile,
                                  "questions": [{"id": q.id, "text": q.text, "points": q.points} for q in QUESTIONS]}
-    markdown = report.render_feedback(result)
+    markdown = report.render_feedback(GradeResult.from_json(result))
     assert "## Your written answers" in markdown and "1. (5 points) More blocks?" in markdown
     tokens = MarkdownIt("commonmark").enable("table").parse(markdown)
     inline = [child for token in tokens for child in (token.children or [])]
     assert not [t.type for t in tokens + inline if t.type in ("html_block", "html_inline", "link_open", "image")]
     assert hostile + "\n" in [t.content for t in tokens if t.type == "fence"], "shown exactly as handed in"
     result["written_answers"]["readme"] = None
-    assert "No README.md was handed in, so these questions earn no points." in report.render_feedback(result)
+    assert "No README.md was handed in, so these questions earn no points." in report.render_feedback(GradeResult.from_json(result))
 
     entries = _answered(class_entries(), {"s1000": "answers", "s1007": None})
     paths, _ = _publish_class(tmp_path, entries, questions=QUESTIONS)

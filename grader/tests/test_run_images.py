@@ -12,6 +12,7 @@ import pytest
 
 from cudalab import build, cli, run as run_module, runner as runner_module
 from cudalab.commands import run as run_command
+from cudalab.record import GradeResult
 from conftest import seal, write_fake
 from picture_lab import make_picture_repo, write_picture_fake
 
@@ -301,8 +302,8 @@ def test_a_grade_links_the_difference_image_of_a_failing_picture_case(failing_st
     grade._copy_attachments(scratch, out)
     assert (out / "images" / "wide" / "diff_out.png").is_file() and not (out / "images" / "stale").exists()
     result = grade.new_result("pic", failing_starter.tmp, 3, config)
-    result.update(status="graded", cases=[dict(c, points=0.0, max_points=30.0) for c in cases],
+    result.update(status="graded", exit_code=0, cases=[dict(c, points=0.0, max_points=30.0) for c in cases],
                   score=grade.compute_score(spec.scoring, [c["status"] == "passed" for c in cases], None, 0.0).to_json(),
                   performance={"status": "skipped", "message": "fix the failing cases first", "points": 0.0,
                                "max_points": 40.0, "timing_case": "big"})
-    assert "([difference image of out](images/wide/diff_out.png))" in report.render_feedback(result)
+    assert "([difference image of out](images/wide/diff_out.png))" in report.render_feedback(GradeResult.from_json(result))

@@ -4,9 +4,12 @@ read statuses take them from it, and every grade the tests write matches the sch
 from __future__ import annotations
 
 import ast
+import io
 import json
 import re
 import shutil
+import tokenize
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,9 @@ import grade_results
 from conftest import GRADE_SCHEMA, grade_problems, grade_validator
 from cudalab import batch, errors, publish, report
 from cudalab.exit_codes import Cli
-from cudalab.status import GRADE_STATUSES, REJECTING, WORDS, Status, has_grade, values
+from cudalab.record import GradeResult
+from cudalab.status import (GRADE_STATUSES, REJECTING, WORDS, CaseStatus, PerformanceStatus, RunStatus,
+                            SanitizerStatus, Status, has_grade, values)
 
 PACKAGE = Path(report.__file__).resolve().parent
 GOLDEN_RECORD = Path(__file__).parent / "golden" / "grade.record.json"
@@ -94,7 +99,7 @@ def test_each_error_reports_a_status_of_the_table(error):
 def test_templates_name_only_statuses_of_the_table(template):
     text = (PACKAGE / "templates" / template).read_text(encoding="utf-8")
     assert not re.search(r"\br\.status\s*(==|!=|in)\s*[\"'(]", text), \
-        f"{template} compares a result's status with its own words: use Status or verdicts"
+        f"{template} compares a result's status with its own words: use Status, r.status.words or r.status.verdict"
     for name in re.findall(r"\bStatus\.(\w+)", text):
         assert name in Status.__members__, f"{template} names Status.{name}, which the table lacks"
 
@@ -140,7 +145,7 @@ def test_publish_files_each_status_under_its_reason_and_grade(status):
                                 "state": "done", "result": result})
     assert publish.failure_of(entry)[0] == status.reason_key
     assert entry.counts is status.is_grade
-    body = publish.gradescope_results(entry, result)
+    body = publish.gradescope_results(entry, entry.result)
     assert body["extra_data"]["graded"] is status.is_grade
     assert any(t["name"] == "build" for t in body["tests"]) is status.rejects
 
@@ -149,9 +154,9 @@ def test_publish_files_each_status_under_its_reason_and_grade(status):
 def test_feedback_says_each_status_s_verdict(status):
     result = grade_results.compile_error()
     result.update(status=status.value, exit_code=int(status.exit_code), score=None)
-    markdown = report.render_feedback(result)
+    markdown = report.render_feedback(GradeResult.from_json(result))
     assert f"**{status.verdict.head}** {status.verdict.text}" in markdown
-    html = report.render("feedback.html.j2", result)  # the page publish writes beside feedback.md
+    html = report.render("feedback.html.j2", GradeResult.from_json(result))  # the page publish writes beside feedback.md
     assert f'class="verdict {status.verdict.kind}"><strong>{status.verdict.head}</strong>' in html
 
 
@@ -226,3 +231,130 @@ def test_every_status_without_a_grade_says_why_and_holds_no_grade():
     assert has_grade(outcomes["compile_error"]()) and has_grade(outcomes["graded"]())
     assert not has_grade(outcomes["not_run"]()) and not has_grade(outcomes["grader_error"]())
     assert not has_grade(outcomes["graded"]() | {"score": None}) and not has_grade(None)
+
+
+# --- no status is spelled out beside the table ------------------------------------------------
+
+STATUS_ENUMS = (Status, CaseStatus, RunStatus, PerformanceStatus, SanitizerStatus)
+STATUS_WORDS = frozenset(member.value for enum in STATUS_ENUMS for member in enum)
+
+# The places outside status.py that still spell out a word of those tables, per module: another
+# vocabulary that shares the word (a check's severity "error", a ladder row's "skipped", a
+# calibration's "not_run", Gradescope's test statuses) or a writer not yet moved onto the enums
+# (grade.py, runner.py, batch.py). A module may name fewer; a new one fails
+# test_no_module_spells_out_a_status_beside_the_table.
+SPELLED_OUT = {
+    "build.py": {"error": 1, "forbidden": 1},              # a build log's severity; the forbidden check's name
+    "calibrate.py": {"error": 1, "passed": 2, "skipped": 3},  # a calibration row's own words
+    "calibration.py": {"skipped": 3},                      # a calibration case's status
+    "check.py": {"error": 9, "failed": 4, "forbidden": 7, "passed": 4, "skipped": 2},  # `cudalab check`'s verdicts
+    "commands/calibrate.py": {"not_run": 1, "passed": 1, "skipped": 3},
+    "commands/ladder.py": {"error": 1, "passed": 2, "skipped": 1},  # a ladder row's verdict
+    "commands/run.py": {"error": 1, "failed": 2, "passed": 4, "skipped": 4},  # `cudalab run`'s verdicts
+    "errors.py": {"usage": 1},                             # a usage error's word: no grade status
+    "forbidden.py": {"error": 2, "forbidden": 2},
+    "grade.py": {"clean": 1, "error": 1, "errors": 1, "failed": 4, "none": 1, "passed": 7, "scored": 2,
+                 "skipped": 2, "zero": 2},                 # the writer of a grade's sections
+    "handin.py": {"error": 12},                            # a hand-in finding's severity
+    "handout.py": {"none": 1, "passed": 2, "skipped": 1},  # the measured figures' rows
+    "labspec.py": {"forbidden": 2, "none": 2},             # lab.toml's words
+    "ladder.py": {"error": 1, "passed": 3, "skipped": 9},  # a ladder row's verdict
+    "pacer.py": {"error": 1},
+    "profile.py": {"error": 1, "none": 1},
+    "publish.py": {"failed": 1, "passed": 1},              # Gradescope's test statuses
+    "run.py": {"passed": 1},
+    "runner.py": {"cuda_error": 1, "failed": 1, "internal": 1, "no_device": 1, "usage": 1},
+    "sandbox.py": {"none": 1},                             # an isolation's kind
+    "slurm.py": {"failed": 1},                             # a Slurm job's state
+}
+
+
+def _spelled_out_words(path: Path) -> list[tuple[int, str]]:
+    """(line, word) for each string that is exactly a status word: in Python every literal but
+    a mapping's key ("passed": ..., row["passed"]), in a template every literal inside {{ }} or
+    {% %} (the page's own HTML and prose are not compared with anything)."""
+    text = path.read_text(encoding="utf-8")
+    found = []
+    if path.suffix == ".j2":
+        for block in re.finditer(r"\{[{%](.*?)[%}]\}", text, re.S):
+            for word in re.finditer(r"[\"']([a-z_]+)[\"']", block[1]):
+                if word[1] in STATUS_WORDS:
+                    found.append((text.count("\n", 0, block.start()) + 1, word[1]))
+        return found
+    skipped = (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT)
+    tokens = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type not in skipped]
+    for before, token, after in zip([None, *tokens], tokens, [*tokens[1:], None]):
+        if token.type != tokenize.STRING or token.string.lstrip("rRbBuU")[:1] not in "\"'":
+            continue
+        word = ast.literal_eval(token.string)
+        is_key = (before is not None and after is not None
+                  and ((before.string in "{," and after.string == ":") or (before.string, after.string) == ("[", "]")))
+        if word in STATUS_WORDS and not is_key:
+            found.append((token.start[0], word))
+    return found
+
+
+def test_no_module_spells_out_a_status_beside_the_table():
+    """Proves: a grade's status, a case's verdict, a run's, the performance section's and the
+    sanitizer's are compared and written through the enums of status.py: no module or template
+    names one by its word beyond SPELLED_OUT (the publishing side, report.py, progress.py and
+    the templates name none)."""
+    sources = sorted([*PACKAGE.rglob("*.py"), *(PACKAGE / "templates").glob("*.j2")])
+    problems = []
+    for path in sources:
+        name = path.relative_to(PACKAGE).as_posix()
+        if name == "status.py":
+            continue
+        counted = Counter(word for _, word in _spelled_out_words(path))
+        allowed = SPELLED_OUT.get(name, {})
+        for word, count in sorted(counted.items()):
+            if count > allowed.get(word, 0):
+                lines = ", ".join(str(line) for line, w in _spelled_out_words(path) if w == word)
+                problems.append(f"{name} spells out the status {word!r} {count} times (lines {lines}); "
+                                f"SPELLED_OUT knows of {allowed.get(word, 0)}: compare with or write the member of "
+                                f"status.py's enums instead ({', '.join(e.__name__ for e in STATUS_ENUMS)}); "
+                                "where the word is another vocabulary's, add it to SPELLED_OUT with why")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_spelling_scan_sees_a_status_but_not_a_key(tmp_path):
+    """The scan above finds a status word compared or written, in Python and in a template, and
+    leaves a mapping's key and prose alone, so a new one cannot slip past it."""
+    module = tmp_path / "module.py"
+    module.write_text('"""A docstring that says passed."""\n'
+                      'if run["status"] == "cuda_error":\n'
+                      '    counts = {"graded": 1, "failed": 0}\n'
+                      '    counts["passed"] += 1\n'
+                      '    verdict = "failed"\n', encoding="utf-8")
+    assert _spelled_out_words(module) == [(2, "cuda_error"), (5, "failed")]
+    template = tmp_path / "page.html.j2"
+    template.write_text('<td class="failed">\n{% if c.status == "passed" %}passed{% endif %}\n', encoding="utf-8")
+    assert _spelled_out_words(template) == [(2, "passed")]
+
+
+def test_run_statuses_are_the_harness_s_words_and_the_sandbox_s():
+    """Proves: RunStatus has the word of every harness exit code (exit_codes.Harness) and the two
+    the sandbox gives a run that ended otherwise, so a grade's run reads into it whatever ended it."""
+    from cudalab.exit_codes import Harness
+    from cudalab.sandbox import ProcessResult
+
+    assert {code.status for code in Harness} | {"crashed", "unexpected_exit"} == {s.value for s in RunStatus}
+    run = dict(argv=["lab"], timed_out=False, wall_s=0.1, timeout_s=10.0, stdout="", stderr="")
+    assert ProcessResult(returncode=-11, **run).status == RunStatus.CRASHED
+    assert ProcessResult(returncode=77, **run).status == RunStatus.UNEXPECTED_EXIT
+    assert ProcessResult(returncode=3, **run).status == RunStatus.CUDA_ERROR
+    assert [s for s in RunStatus if s.finished] == [RunStatus.PASSED, RunStatus.FAILED]
+    assert not RunStatus.TIMEOUT.crashed and all(s.crashed for s in RunStatus if not s.finished and s is not RunStatus.TIMEOUT)
+
+
+@pytest.mark.parametrize("ended", list(RunStatus), ids=str)
+def test_publish_files_a_failing_run_under_how_it_ended(ended):
+    """Proves: summary.html's reason for a graded hand-in with failing cases follows its run's
+    RunStatus: a time-out, a run that stopped short of a verdict (crashed), or wrong results."""
+    result = grade_results.OUTCOMES["graded"]()
+    result["run"]["status"] = ended.value
+    entry = publish.read_entry({"student": "s1", "handin": {"name": "s1.tar.gz", "sha256": ""},
+                                "state": "done", "result": result})
+    reason = publish.failure_of(entry)[0]
+    assert reason == ("timeout" if ended is RunStatus.TIMEOUT else "crashed" if ended.crashed else "wrong")
+    assert reason in publish.FAILURE_REASONS

@@ -40,10 +40,10 @@ def main(args: argparse.Namespace, config: Config) -> int:
         raise UsageError(f"--out {out} is a file; give a folder for result.json and feedback.md.")
     result = grade(config, args.lab, args.folder, seed=args.seed, allow_unisolated=args.allow_unisolated,
                    attachments_to=out)
-    paths = report.write_outputs(out, result)
+    paths, record = report.write_outputs(out, result)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        console.text(report.render_summary(result))
+        console.text(report.render_summary(record))
     console.info(f"Wrote {paths['result']} and {paths['feedback']}")
     return result["exit_code"]
