@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from . import bundle, console, cpus, forbidden, labs, libraries, sdk as sdk_module, symbols
+from . import bundle, console, cpus, forbidden, handin_checks, labs, libraries, sdk as sdk_module, symbols
 from .config import Config, MIB
 from .errors import CompileError, ForbiddenError, GraderError, SubmissionError, UsageError
 from . import handin
@@ -587,13 +587,12 @@ class SubmissionBuilder:
 
 def build_submission(config: Config, spec: LabSpec, folder: Path, work: Path) -> SubmissionBuild:
     """Stage `folder` into work/src and build it, in the sandbox, in work/build against the
-    lab's SDK; the first failing step raises."""
+    lab's SDK: the hand-in checks that run at grade time (compile, symbols, forbidden, ...:
+    handin_checks.py), then the link; the first failing step raises."""
     builder = SubmissionBuilder(config, spec, folder, work)
     for name in builder.staged.ignored_files:
         console.warn(f"ignored {name}: the {spec.name} lab only takes {', '.join(spec.files)}")
-    builder.compile()
-    builder.check_symbols()
-    builder.check_forbidden()
+    handin_checks.enforce_at_build(handin_checks.CheckContext(config, spec, builder=builder))
     binary = builder.link()
     return SubmissionBuild(binary, builder.staged, builder.log)
 

@@ -10,7 +10,7 @@ grade.py (exit codes, scores), errors.py (the status each error reports), publis
 
 Not statuses of a grade: the batch's states of a row ("pending", "failed_to_grade",
 publish.STATE_WORDS), the run's and the checker's words ("passed", "cuda_error", ...,
-exit_codes.Harness) and the checks of `cudalab check` (check.CHECKS).
+exit_codes.Harness) and the checks of `cudalab check` (handin_checks.CheckName).
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import check, cli, handin, labs
+from cudalab import check, cli, handin, handin_checks, labs
 from cudalab.config import Config
 from cudalab.errors import UsageError
 from cudalab.exit_codes import Cli
@@ -70,7 +70,7 @@ def test_fixture_expectations_are_well_formed(fixture):
     assert set(expect) <= {"accepted", "why", "verdicts", "messages", "absent", "lines", "gpu", "files_from"}
     assert isinstance(expect["accepted"], bool) and len(expect["why"]) > 30
     for table in ("verdicts", "messages", "absent", "lines"):
-        assert set(expect.get(table, {})) <= set(check.CHECKS)
+        assert set(expect.get(table, {})) <= set(handin_checks.names())
 
 
 @pytest.mark.needs_build
@@ -462,7 +462,7 @@ def test_the_solution_passes_every_check_on_a_gpu(lab, tmp_path):
     receipt = check.check_hand_in(config, hand_in, lab)
     text = check.render_receipt(receipt)
     assert receipt["accepted"], text
-    assert [c["verdict"] for c in receipt["checks"]] == ["passed"] * len(check.CHECKS), text
+    assert [c["verdict"] for c in receipt["checks"]] == ["passed"] * len(handin_checks.names()), text
 
 
 def test_a_misnamed_file_checked_without_lab_gets_the_near_miss(tmp_path):
