@@ -407,6 +407,99 @@ def test_the_receipt_follows_its_schema(tmp_path):
     assert not validator.is_valid(broken)
 
 
+# --- the registry of checks ----------------------------------------------------------------------
+
+class ToyCheck(handin_checks.HandInCheck):
+    """A check that finds what it is told to: enough to drive the registry."""
+
+    def __init__(self, name: str, finds: str | None = None, requires: tuple[str, ...] = (),
+                 at_grade_time: bool = False, runs_program: bool = False):
+        self.name, self.finds, self.requires = name, finds, requires
+        self.at_grade_time, self.runs_program = at_grade_time, runs_program
+        self.ran: list[str] = []
+
+    def run(self, context, check_record) -> None:
+        self.ran.append("run")
+        if self.finds:
+            check_record.add([handin.Finding(self.name, self.finds, f"The toy check {self.name} found an {self.finds}.")])
+
+    def after_grade_time_checks(self, context, check_record) -> None:
+        self.ran.append("after the grade-time checks")
+
+
+def test_the_registry_the_receipt_names_and_the_schema_agree():
+    """The receipt's checks are the registry's, in its order: CheckName and the schema's enum,
+    prefixItems and item counts say the same names, and nothing else."""
+    assert handin_checks.schema_disagreements() == []
+    assert handin_checks.names() == ("archive", "files", "compile", "symbols", "forbidden", "smoke_run", "sanitizer")
+    assert handin_checks.rejecting_names() == ("archive", "files", "compile", "symbols", "forbidden")
+    assert [c.name for c in handin_checks.at_grade_time()] == ["compile", "symbols", "forbidden"]
+
+
+def test_a_check_registered_without_the_schema_or_the_enum_knowing_it_is_a_disagreement():
+    handin_checks.register(ToyCheck("crlf", requires=("files",)))
+    try:
+        said = " ".join(handin_checks.schema_disagreements())
+    finally:
+        handin_checks.unregister("crlf")
+    assert "CheckName lists archive" in said and "the schema's enum of names lists" in said
+    assert "sanitizer, crlf" in said and "minItems for checks is 7, but the registry has 8" in said
+    assert handin_checks.schema_disagreements() == []
+    # ... and a schema that names a check the registry does not have.
+    schema = json.loads(SCHEMA.read_text())
+    schema["properties"]["checks"]["items"]["properties"]["name"]["enum"].append("crlf")
+    assert handin_checks.schema_disagreements(schema) == [
+        "the schema's enum of names lists archive, files, compile, symbols, forbidden, smoke_run, sanitizer, crlf, "
+        "but the registry has archive, files, compile, symbols, forbidden, smoke_run, sanitizer: name every "
+        "registered check, in the registry's order."]
+
+
+def test_registering_a_check_keeps_the_registry_runnable():
+    """A grade-time check goes before the checks that run the program (which is linked only
+    after every grade-time check); a name taken, a requirement not yet registered or a
+    grade-time check after the program are refused in a sentence."""
+    handin_checks.register(ToyCheck("late", at_grade_time=True))
+    try:
+        assert handin_checks.names().index("late") == handin_checks.names().index("smoke_run") - 1
+        with pytest.raises(ValueError, match="named 'late' is registered already"):
+            handin_checks.register(ToyCheck("late"))
+    finally:
+        handin_checks.unregister("late")
+    with pytest.raises(ValueError, match="requires smoke_run, which must be registered before it"):
+        handin_checks.register(ToyCheck("early", requires=("smoke_run",)), before="smoke_run")
+    with pytest.raises(ValueError, match="must come before the checks that run the program"):
+        handin_checks.register(ToyCheck("late", at_grade_time=True), before="sanitizer")
+    with pytest.raises(ValueError, match="is required by symbols"):
+        handin_checks.unregister("compile")
+    assert "late" not in handin_checks.names() and "early" not in handin_checks.names()
+
+
+def test_a_check_whose_requirement_was_not_met_is_skipped_with_a_reason_naming_it(monkeypatch):
+    """The registry, not each check, skips: a check after a failed requirement names it; one
+    after a skipped requirement passes its reason on; a warning meets a requirement; the
+    grade-time checks' hook runs once, after the last of them; a rejecting check's error
+    decides acceptance, another's does not."""
+    monkeypatch.setattr(handin_checks, "_REGISTRY", [])
+    toys = [ToyCheck("first", finds="error"), ToyCheck("second", requires=("first",)),
+            ToyCheck("third", requires=("second",), at_grade_time=True), ToyCheck("noted", finds="warning"),
+            ToyCheck("after", requires=("noted",), at_grade_time=True)]
+    toys[0].rejects = True
+    for toy in toys:
+        handin_checks.register(toy)
+    context = handin_checks.CheckContext(config=None, spec=None)
+    handin_checks.run_all(context)
+    verdicts = {name: (r.verdict, r.reason) for name, r in context.records.items()}
+    assert verdicts == {"first": ("failed", ""),
+                        "second": ("skipped", "it needs the first check to pass, and that check failed"),
+                        "third": ("skipped", "it needs the first check to pass, and that check failed"),
+                        "noted": ("warning", ""), "after": ("passed", "")}
+    assert [t.ran for t in toys] == [["run"], [], ["after the grade-time checks"], ["run"],
+                                     ["run", "after the grade-time checks"]]
+    assert not handin_checks.accepted(context.records)
+    toys[0].rejects = False
+    assert handin_checks.accepted(context.records)
+
+
 def test_check_exit_codes_and_usage(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("CUDALAB_WORK_DIR", str(tmp_path / "work"))
     assert cli.main(["check", str(tmp_path / "nothing-here"), "--lab", "vector_add", "--no-run"]) == Cli.REJECTED
