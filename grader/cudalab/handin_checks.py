@@ -71,7 +71,7 @@ class Check:
         self.verdict, self.reason = "skipped", reason
 
     @property
-    def ran_clean_enough(self) -> bool:
+    def ran_without_errors(self) -> bool:
         """It ran and found no error (warnings are only reported)."""
         return self.verdict in ("passed", "warning")
 
@@ -138,7 +138,7 @@ class HandInCheck:
 
     def met(self, context: CheckContext, check: Check) -> bool:
         """Whether the checks that require this one may run after it."""
-        return check.ran_clean_enough
+        return check.ran_without_errors
 
     def why_unmet(self, context: CheckContext, check: Check) -> str:
         """The reason a check that requires this one is skipped with, when `met` is False."""
@@ -265,7 +265,8 @@ def run_all(context: CheckContext) -> None:
 
 def enforce_at_build(context: CheckContext) -> None:
     """A build's checks: every grade-time check in the registry's order, the first that fails
-    raising (CompileError, ForbiddenError)."""
+    raising (CompileError, ForbiddenError). Their requirements need no test here: the build's
+    staging has refused a hand-in without the lab's files, and a failed check stops the rest."""
     for hand_in_check in at_grade_time():
         hand_in_check.enforce(context)
 
@@ -404,7 +405,8 @@ class CompileCheck(HandInCheck):
             check.skip("not compiled: it includes a library the lab does not allow (see forbidden)")
             return
         except CompileError as err:
-            check.add([Finding("compile", "error", _first_error(err), builder.source, _line_of(err, builder.source))])
+            check.add([Finding("compile", "error", _first_error(err), builder.source,
+                               _line_of(err, builder.source))])
             check.details = list(err.feedback)
             return
         context.compiled = True
@@ -417,8 +419,7 @@ class CompileCheck(HandInCheck):
     def after_grade_time_checks(self, context: CheckContext, check: Check) -> None:
         if not context.compiled:
             return
-        refused = [c.name for c in at_grade_time() if c.name != self.name and context.records[c.name].verdict == "failed"]
-        if refused:
+        if any(context.records[c.name].verdict == "failed" for c in at_grade_time() if c is not self):
             check.reason = "compiled; not linked, because of the findings below"
             return
         builder = context.builder
