@@ -12,15 +12,16 @@ import shutil
 import stat
 import tarfile
 import tomllib
+import types
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from cudalab import check, cli, handin, handin_checks, labs
+from cudalab import check, cli, handin, handin_checks, labs, sanitizer
 from cudalab.config import Config
 from cudalab.errors import UsageError
-from cudalab.exit_codes import Cli
+from cudalab.exit_codes import Cli, Harness
 from conftest import REPO_ROOT
 
 HANDINS = Path(__file__).resolve().parent / "handins"
@@ -508,6 +509,54 @@ def test_check_exit_codes_and_usage(tmp_path, monkeypatch, capsys):
     empty.mkdir()
     assert cli.main(["check", str(empty), "--no-run"]) == Cli.USAGE
     assert "Say which with --lab" in capsys.readouterr().err
+
+
+# --- the smoke run and compute-sanitizer, on a GPU the test makes up ------------------------------
+
+class MadeUpRunner:
+    """The runner of a machine with a GPU: its program ran; the smallest case passed and the
+    largest failed, or (`no_device`) the harness found no CUDA device after all."""
+
+    no_device = False
+
+    def __init__(self, config, spec, folder):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def run_cases(self, binary, args):
+        assert Path(binary).is_file(), "the smoke run runs the linked program"
+        (self.folder / "run.json").write_text("{}")
+        ran = (Harness.NO_DEVICE, "no_device") if self.no_device else (Harness.PASSED, "passed")
+        return dataclasses.make_dataclass("Ran", ["exit_code", "status"])(*ran), self.folder
+
+    def check(self, dump, seed, cases):
+        return {cases[0]: {"status": "passed"}, cases[-1]: {"status": "failed", "message": "index 3: expected 1, got 2"}}
+
+
+@pytest.mark.needs_build
+@pytest.mark.parametrize("no_device", [False, True])
+def test_the_smoke_run_and_the_sanitizer_run_the_linked_program(no_device, tmp_path, monkeypatch):
+    """With a GPU (made up here), the smoke run's failing case and compute-sanitizer's finding
+    are warnings on an accepted hand-in; where the harness finds no device after all, the smoke
+    run says so and the sanitizer still runs the program."""
+    monkeypatch.setattr(handin_checks, "cuda_device_present", lambda: True)
+    monkeypatch.setattr(handin_checks, "Runner", MadeUpRunner)
+    monkeypatch.setattr(MadeUpRunner, "no_device", no_device)
+    monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: "compute-sanitizer")
+    monkeypatch.setattr(sanitizer, "run_tools", lambda runner, tool, binary, cases, seed, lines, timeout_s:
+                        types.SimpleNamespace(problems={}, tools_run=["memcheck"], findings=[types.SimpleNamespace(
+                            sentence="invalid read of 4 bytes at line 7", file="vector_add.cu", line=7)]))
+    receipt = check.check_hand_in(repo_config(tmp_path), copy_hand_in(GOOD, tmp_path / "hand-in"), "vector_add", seed=7)
+    checks = by_name(receipt)
+    assert receipt["accepted"], check.render_receipt(receipt)
+    if no_device:
+        said = (checks["smoke_run"]["verdict"], checks["smoke_run"]["reason"])
+        assert said == ("skipped", "not run: the program found no CUDA device")
+    else:
+        assert checks["smoke_run"]["verdict"] == "warning" and checks["smoke_run"]["reason"] == "3 smallest cases, seed 7"
+        assert "fails: index 3: expected 1, got 2. The hand-in is accepted" in messages(receipt, "smoke_run")
+    assert checks["sanitizer"]["verdict"] == "warning" and checks["sanitizer"]["findings"][0]["line"] == 7
+    assert messages(receipt, "sanitizer") == "Invalid read of 4 bytes at line 7."
 
 
 # --- on a GPU: the smoke run and compute-sanitizer -----------------------------------------------
