@@ -99,7 +99,7 @@ class CheckContext:
     not_run_because: str = "--no-run was given"  # why, when `run_programs` is False
     seed: int = field(default_factory=lambda: secrets.randbits(31))
     start_build: Callable[[Path], object] | None = None  # staged folder -> builder (`cudalab check`)
-    builder: object | None = None
+    builder: object | None = None                # a build.SubmissionBuilder, from `compile` on
     records: dict[str, Check] = field(default_factory=dict)
     hand_in: HandIn | None = None
     manifest: dict | None = None
