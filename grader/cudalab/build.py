@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from . import bundle, console, cpus, forbidden, labs, libraries, sdk as sdk_module, symbols
+from . import bundle, console, cpus, forbidden, handin_checks, labs, libraries, sdk as sdk_module, symbols
 from .config import Config, MIB
 from .errors import CompileError, ForbiddenError, GraderError, SubmissionError, UsageError
 from . import handin
@@ -596,24 +596,30 @@ class SubmissionBuilder:
 
 def build_submission(config: Config, spec: LabSpec, folder: Path, work: Path) -> SubmissionBuild:
     """Stage `folder` into work/src and build it, in the sandbox, in work/build against the
-    lab's SDK; the first failing step raises."""
+    lab's SDK: the hand-in checks that run at grade time (compile, symbols, forbidden, ...:
+    handin_checks.py), then the link; the first failing step raises."""
     builder = SubmissionBuilder(config, spec, folder, work)
     for name in builder.staged.ignored_files:
         console.warn(f"ignored {name}: the {spec.name} lab only takes {', '.join(spec.files)}")
-    builder.compile()
-    # The link runs beside the object's checks, which only read the object (1 to 2 s of
-    # object analysis in a process of its own): its binary is taken only once both passed,
-    # and the checks' findings come first, as when they ran before it.
+    context = handin_checks.CheckContext(config, spec, builder=builder)
+    # The grade-time checks in the registry's order, the first that fails raising. Once the
+    # compile has made the object, the link runs beside the checks after it, which only read
+    # the object (1 to 2 s of object analysis in a process of its own): its binary is taken
+    # only once every check passed, and the checks' findings come first, as when they ran
+    # before it.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="link") as pool:
-        linking = pool.submit(builder.run_link)
+        linking = None
         try:
-            builder.check_symbols()
-            builder.check_forbidden()
+            for hand_in_check in handin_checks.at_grade_time():
+                hand_in_check.enforce(context)
+                if hand_in_check.name == handin_checks.CheckName.COMPILE.value:
+                    linking = pool.submit(builder.run_link)
         except BaseException:
-            wait([linking])
-            remove_tree(builder.build_dir / builder.commands["binary"])  # never run: the checks refused it
+            if linking is not None:
+                wait([linking])
+                remove_tree(builder.build_dir / builder.commands["binary"])  # never run: a check refused it
             raise
-        binary = builder.linked(linking.result())
+        binary = builder.linked(linking.result() if linking is not None else builder.run_link())
     return SubmissionBuild(binary, builder.staged, builder.log)
 
 

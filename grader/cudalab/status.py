@@ -16,7 +16,7 @@ grade into them; publish.py, report.py and the templates compare against them, n
 a spelled-out word (tests/test_status.py greps for one).
 
 Not statuses of a grade: the batch's states of a row ("pending", "failed_to_grade",
-publish.STATE_WORDS) and the checks of `cudalab check` (check.CHECKS).
+publish.STATE_WORDS) and the checks of `cudalab check` (handin_checks.CheckName).
 """
 from __future__ import annotations
 

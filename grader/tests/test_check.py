@@ -12,15 +12,16 @@ import shutil
 import stat
 import tarfile
 import tomllib
+import types
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from cudalab import check, cli, handin, labs
+from cudalab import check, cli, handin, handin_checks, labs, sanitizer
 from cudalab.config import Config
 from cudalab.errors import UsageError
-from cudalab.exit_codes import Cli
+from cudalab.exit_codes import Cli, Harness
 from conftest import REPO_ROOT
 
 HANDINS = Path(__file__).resolve().parent / "handins"
@@ -70,7 +71,7 @@ def test_fixture_expectations_are_well_formed(fixture):
     assert set(expect) <= {"accepted", "why", "verdicts", "messages", "absent", "lines", "gpu", "files_from"}
     assert isinstance(expect["accepted"], bool) and len(expect["why"]) > 30
     for table in ("verdicts", "messages", "absent", "lines"):
-        assert set(expect.get(table, {})) <= set(check.CHECKS)
+        assert set(expect.get(table, {})) <= set(handin_checks.names())
 
 
 @pytest.mark.needs_build
@@ -407,6 +408,99 @@ def test_the_receipt_follows_its_schema(tmp_path):
     assert not validator.is_valid(broken)
 
 
+# --- the registry of checks ----------------------------------------------------------------------
+
+class ToyCheck(handin_checks.HandInCheck):
+    """A check that finds what it is told to: enough to drive the registry."""
+
+    def __init__(self, name: str, finds: str | None = None, requires: tuple[str, ...] = (),
+                 at_grade_time: bool = False, runs_program: bool = False):
+        self.name, self.finds, self.requires = name, finds, requires
+        self.at_grade_time, self.runs_program = at_grade_time, runs_program
+        self.ran: list[str] = []
+
+    def run(self, context, check_record) -> None:
+        self.ran.append("run")
+        if self.finds:
+            check_record.add([handin.Finding(self.name, self.finds, f"The toy check {self.name} found an {self.finds}.")])
+
+    def after_grade_time_checks(self, context, check_record) -> None:
+        self.ran.append("after the grade-time checks")
+
+
+def test_the_registry_the_receipt_names_and_the_schema_agree():
+    """The receipt's checks are the registry's, in its order: CheckName and the schema's enum,
+    prefixItems and item counts say the same names, and nothing else."""
+    assert handin_checks.schema_disagreements() == []
+    assert handin_checks.names() == ("archive", "files", "compile", "symbols", "forbidden", "smoke_run", "sanitizer")
+    assert handin_checks.rejecting_names() == ("archive", "files", "compile", "symbols", "forbidden")
+    assert [c.name for c in handin_checks.at_grade_time()] == ["compile", "symbols", "forbidden"]
+
+
+def test_a_check_registered_without_the_schema_or_the_enum_knowing_it_is_a_disagreement():
+    handin_checks.register(ToyCheck("crlf", requires=("files",)))
+    try:
+        said = " ".join(handin_checks.schema_disagreements())
+    finally:
+        handin_checks.unregister("crlf")
+    assert "CheckName lists archive" in said and "the schema's enum of names lists" in said
+    assert "sanitizer, crlf" in said and "minItems for checks is 7, but the registry has 8" in said
+    assert handin_checks.schema_disagreements() == []
+    # ... and a schema that names a check the registry does not have.
+    schema = json.loads(SCHEMA.read_text())
+    schema["properties"]["checks"]["items"]["properties"]["name"]["enum"].append("crlf")
+    assert handin_checks.schema_disagreements(schema) == [
+        "the schema's enum of names lists archive, files, compile, symbols, forbidden, smoke_run, sanitizer, crlf, "
+        "but the registry has archive, files, compile, symbols, forbidden, smoke_run, sanitizer: name every "
+        "registered check, in the registry's order."]
+
+
+def test_registering_a_check_keeps_the_registry_runnable():
+    """A grade-time check goes before the checks that run the program (which is linked only
+    after every grade-time check); a name taken, a requirement not yet registered or a
+    grade-time check after the program are refused in a sentence."""
+    handin_checks.register(ToyCheck("late", at_grade_time=True))
+    try:
+        assert handin_checks.names().index("late") == handin_checks.names().index("smoke_run") - 1
+        with pytest.raises(ValueError, match="named 'late' is registered already"):
+            handin_checks.register(ToyCheck("late"))
+    finally:
+        handin_checks.unregister("late")
+    with pytest.raises(ValueError, match="requires smoke_run, which must be registered before it"):
+        handin_checks.register(ToyCheck("early", requires=("smoke_run",)), before="smoke_run")
+    with pytest.raises(ValueError, match="must come before the checks that run the program"):
+        handin_checks.register(ToyCheck("late", at_grade_time=True), before="sanitizer")
+    with pytest.raises(ValueError, match="is required by symbols"):
+        handin_checks.unregister("compile")
+    assert "late" not in handin_checks.names() and "early" not in handin_checks.names()
+
+
+def test_a_check_whose_requirement_was_not_met_is_skipped_with_a_reason_naming_it(monkeypatch):
+    """The registry, not each check, skips: a check after a failed requirement names it; one
+    after a skipped requirement passes its reason on; a warning meets a requirement; the
+    grade-time checks' hook runs once, after the last of them; a rejecting check's error
+    decides acceptance, another's does not."""
+    monkeypatch.setattr(handin_checks, "_REGISTRY", [])
+    toys = [ToyCheck("first", finds="error"), ToyCheck("second", requires=("first",)),
+            ToyCheck("third", requires=("second",), at_grade_time=True), ToyCheck("noted", finds="warning"),
+            ToyCheck("after", requires=("noted",), at_grade_time=True)]
+    toys[0].rejects = True
+    for toy in toys:
+        handin_checks.register(toy)
+    context = handin_checks.CheckContext(config=None, spec=None)
+    handin_checks.run_all(context)
+    verdicts = {name: (r.verdict, r.reason) for name, r in context.records.items()}
+    assert verdicts == {"first": ("failed", ""),
+                        "second": ("skipped", "it needs the first check to pass, and that check failed"),
+                        "third": ("skipped", "it needs the first check to pass, and that check failed"),
+                        "noted": ("warning", ""), "after": ("passed", "")}
+    assert [t.ran for t in toys] == [["run"], [], ["after the grade-time checks"], ["run"],
+                                     ["run", "after the grade-time checks"]]
+    assert not handin_checks.accepted(context.records)
+    toys[0].rejects = False
+    assert handin_checks.accepted(context.records)
+
+
 def test_check_exit_codes_and_usage(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("CUDALAB_WORK_DIR", str(tmp_path / "work"))
     assert cli.main(["check", str(tmp_path / "nothing-here"), "--lab", "vector_add", "--no-run"]) == Cli.REJECTED
@@ -415,6 +509,54 @@ def test_check_exit_codes_and_usage(tmp_path, monkeypatch, capsys):
     empty.mkdir()
     assert cli.main(["check", str(empty), "--no-run"]) == Cli.USAGE
     assert "Say which with --lab" in capsys.readouterr().err
+
+
+# --- the smoke run and compute-sanitizer, on a GPU the test makes up ------------------------------
+
+class MadeUpRunner:
+    """The runner of a machine with a GPU: its program ran; the smallest case passed and the
+    largest failed, or (`no_device`) the harness found no CUDA device after all."""
+
+    no_device = False
+
+    def __init__(self, config, spec, folder):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def run_cases(self, binary, args):
+        assert Path(binary).is_file(), "the smoke run runs the linked program"
+        (self.folder / "run.json").write_text("{}")
+        ran = (Harness.NO_DEVICE, "no_device") if self.no_device else (Harness.PASSED, "passed")
+        return dataclasses.make_dataclass("Ran", ["exit_code", "status"])(*ran), self.folder
+
+    def check(self, dump, seed, cases):
+        return {cases[0]: {"status": "passed"}, cases[-1]: {"status": "failed", "message": "index 3: expected 1, got 2"}}
+
+
+@pytest.mark.needs_build
+@pytest.mark.parametrize("no_device", [False, True])
+def test_the_smoke_run_and_the_sanitizer_run_the_linked_program(no_device, tmp_path, monkeypatch):
+    """With a GPU (made up here), the smoke run's failing case and compute-sanitizer's finding
+    are warnings on an accepted hand-in; where the harness finds no device after all, the smoke
+    run says so and the sanitizer still runs the program."""
+    monkeypatch.setattr(handin_checks, "cuda_device_present", lambda: True)
+    monkeypatch.setattr(handin_checks, "Runner", MadeUpRunner)
+    monkeypatch.setattr(MadeUpRunner, "no_device", no_device)
+    monkeypatch.setattr(sanitizer, "find_sanitizer", lambda: "compute-sanitizer")
+    monkeypatch.setattr(sanitizer, "run_tools", lambda runner, tool, binary, cases, seed, lines, timeout_s:
+                        types.SimpleNamespace(problems={}, tools_run=["memcheck"], findings=[types.SimpleNamespace(
+                            sentence="invalid read of 4 bytes at line 7", file="vector_add.cu", line=7)]))
+    receipt = check.check_hand_in(repo_config(tmp_path), copy_hand_in(GOOD, tmp_path / "hand-in"), "vector_add", seed=7)
+    checks = by_name(receipt)
+    assert receipt["accepted"], check.render_receipt(receipt)
+    if no_device:
+        said = (checks["smoke_run"]["verdict"], checks["smoke_run"]["reason"])
+        assert said == ("skipped", "not run: the program found no CUDA device")
+    else:
+        assert checks["smoke_run"]["verdict"] == "warning" and checks["smoke_run"]["reason"] == "3 smallest cases, seed 7"
+        assert "fails: index 3: expected 1, got 2. The hand-in is accepted" in messages(receipt, "smoke_run")
+    assert checks["sanitizer"]["verdict"] == "warning" and checks["sanitizer"]["findings"][0]["line"] == 7
+    assert messages(receipt, "sanitizer") == "Invalid read of 4 bytes at line 7."
 
 
 # --- on a GPU: the smoke run and compute-sanitizer -----------------------------------------------
@@ -462,7 +604,7 @@ def test_the_solution_passes_every_check_on_a_gpu(lab, tmp_path):
     receipt = check.check_hand_in(config, hand_in, lab)
     text = check.render_receipt(receipt)
     assert receipt["accepted"], text
-    assert [c["verdict"] for c in receipt["checks"]] == ["passed"] * len(check.CHECKS), text
+    assert [c["verdict"] for c in receipt["checks"]] == ["passed"] * len(handin_checks.names()), text
 
 
 def test_a_misnamed_file_checked_without_lab_gets_the_near_miss(tmp_path):

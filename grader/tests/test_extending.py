@@ -1,15 +1,24 @@
 """docs/extending.md's recipes, done as they are written (the lab recipe is done by
 test_lab_tree.py): an executor added as the recipe says grades a batch exactly as the local
-executor does, and an output added as the recipe says is written by `batch --outputs`."""
+executor does, an output added as the recipe says is written by `batch --outputs`, and a
+hand-in check added as the recipe says is run by `cudalab check` and by a submission's build."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
-from cudalab import batch, build, cli, executors, grade, publish
+import pytest
+
+from cudalab import batch, build, cli, executors, grade, handin_checks, labs, publish
+from cudalab.config import Config
+from cudalab.errors import CompileError
 from cudalab.executor import Executor
+from cudalab.exit_codes import Cli
+from cudalab.handin import Finding
 from cudalab.runner import scratch_dir
 from cudalab.trees import remove_tree
+from conftest import REPO_ROOT
 from test_batch import outcome, records, run_batch, write_handin
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -110,3 +119,77 @@ def test_an_output_added_as_the_recipe_says_is_written_by_batch_outputs(toy_conf
     assert not (out / "gradebook.csv").exists() and not (out / "summary.html").exists()
     written = {p.name for p in publish.student_dir(out, "alice").iterdir()}
     assert written == {"feedback.md"}
+
+
+class LineEndingsCheck(handin_checks.HandInCheck):
+    """Windows line endings in a lab file: the hand-in check recipe's step 1."""
+
+    name = "line_endings"
+    requires = ("files",)
+    at_grade_time = True
+    severity = "warning"
+
+    def run(self, context, check) -> None:
+        for name, data in context.lab_files().items():
+            if b"\r\n" in data:
+                check.add([Finding(self.name, self.severity, f"{name} has Windows (CRLF) line endings; save it "
+                                   "with Unix (LF) line endings.", name)])
+
+
+class StrictLineEndingsCheck(LineEndingsCheck):
+    """The same check, made to reject."""
+
+    rejects = True
+    severity = "error"
+
+
+@pytest.mark.needs_build
+def test_a_hand_in_check_added_as_the_recipe_says_is_run_by_check_and_by_the_build(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CUDALAB_WORK_DIR", str(tmp_path / "work"))
+    config = Config.load(root=REPO_ROOT, work_dir=tmp_path / "work")
+    spec = labs.load_lab(config, "vector_add")
+    folder = tmp_path / "hand-in"
+    folder.mkdir()
+    good = REPO_ROOT / "grader" / "tests" / "handins" / "vector_add" / "good" / "vector_add.cu"
+    (folder / "vector_add.cu").write_bytes(good.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
+    receipt_file = tmp_path / "receipt.json"
+
+    def checked() -> tuple[int, dict]:
+        capsys.readouterr()
+        code = cli.main(["check", str(folder), "--lab", "vector_add", "--no-run", "--receipt", str(receipt_file)])
+        return code, json.loads(receipt_file.read_text())
+
+    handin_checks.register(LineEndingsCheck())  # step 2
+    try:
+        # Step 3 is the receipt's names: until CheckName and the schema list it, they disagree.
+        assert any("line_endings" in said for said in handin_checks.schema_disagreements())
+        code, receipt = checked()
+        names = [c["name"] for c in receipt["checks"]]
+        assert names == ["archive", "files", "compile", "symbols", "forbidden", "line_endings", "smoke_run", "sanitizer"]
+        reported = receipt["checks"][names.index("line_endings")]
+        assert reported["verdict"] == "warning" and "CRLF" in reported["findings"][0]["message"]
+        assert code == Cli.DONE and receipt["accepted"]
+        assert "line_endings warning" in capsys.readouterr().out
+        # A grade-time check is run by every build of a submission (grade, run, build).
+        built = build.build_submission(config, spec, folder, tmp_path / "work" / "warned")
+        assert built.binary.is_file() and "vector_add.cu has Windows (CRLF) line endings" in capsys.readouterr().err
+    finally:
+        handin_checks.unregister("line_endings")
+
+    handin_checks.register(StrictLineEndingsCheck())
+    try:
+        code, receipt = checked()
+        assert code == Cli.REJECTED and not receipt["accepted"]
+        assert {c["name"]: c["verdict"] for c in receipt["checks"]}["line_endings"] == "failed"
+        with pytest.raises(CompileError, match="did not pass the hand-in check 'line_endings'") as refused:
+            build.build_submission(config, spec, folder, tmp_path / "work" / "refused")
+        assert refused.value.feedback == ["vector_add.cu has Windows (CRLF) line endings; save it with Unix (LF) "
+                                          "line endings."]
+        linked = built.binary.relative_to(tmp_path / "work" / "warned")
+        assert (tmp_path / "work" / "refused" / "src" / "vector_add.cu").is_file()  # staged, compiled ...
+        assert not (tmp_path / "work" / "refused" / linked).exists()               # ... and not linked
+    finally:
+        handin_checks.unregister("line_endings")
+    assert handin_checks.schema_disagreements() == []
+    code, receipt = checked()
+    assert code == Cli.DONE and "line_endings" not in [c["name"] for c in receipt["checks"]]

@@ -247,7 +247,7 @@ SPELLED_OUT = {
     "build.py": {"error": 1, "forbidden": 1},              # a build log's severity; the forbidden check's name
     "calibrate.py": {"error": 1, "passed": 2, "skipped": 3},  # a calibration row's own words
     "calibration.py": {"skipped": 3},                      # a calibration case's status
-    "check.py": {"error": 9, "failed": 4, "forbidden": 7, "passed": 4, "skipped": 2},  # `cudalab check`'s verdicts
+    "check.py": {"skipped": 1},                            # a receipt check's verdict
     "commands/calibrate.py": {"not_run": 1, "passed": 1, "skipped": 3},
     "commands/ladder.py": {"error": 1, "passed": 2, "skipped": 1},  # a ladder row's verdict
     "commands/run.py": {"error": 1, "failed": 2, "passed": 4, "skipped": 4},  # `cudalab run`'s verdicts
@@ -256,6 +256,8 @@ SPELLED_OUT = {
     "grade.py": {"clean": 1, "error": 1, "errors": 1, "failed": 4, "none": 1, "passed": 7, "scored": 2,
                  "skipped": 2, "zero": 2},                 # the writer of a grade's sections
     "handin.py": {"error": 12},                            # a hand-in finding's severity
+    "handin_checks.py": {"error": 10, "failed": 3, "forbidden": 2, "passed": 5, "skipped": 3},  # the receipt's
+                                                           # verdicts and severities; the forbidden check's name
     "handout.py": {"none": 1, "passed": 2, "skipped": 1},  # the measured figures' rows
     "labspec.py": {"forbidden": 2, "none": 2},             # lab.toml's words
     "ladder.py": {"error": 1, "passed": 3, "skipped": 9},  # a ladder row's verdict
