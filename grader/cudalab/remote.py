@@ -143,7 +143,8 @@ class Scheduler(ABC):
     @abstractmethod
     def submit(self, array: Array) -> str:
         """Submit `array`, held until release(); its task i runs run_task (through task_main,
-        where the task is a process of its own) for hand-in i. Returns the array's job id; UsageError, in a sentence, when the scheduler refuses it."""
+        where the task is a process of its own) for hand-in i. Returns the array's job id;
+        UsageError, in a sentence, when the scheduler refuses it."""
 
     @abstractmethod
     def release(self, job: str) -> None:
@@ -165,6 +166,10 @@ class Scheduler(ABC):
     @abstractmethod
     def find(self, name: str) -> str | None:
         """The id of the job named `name`, while the scheduler knows it."""
+
+    def check_folder(self, folder: Path) -> None:
+        """UsageError, before anything is written there, when a submission's files cannot be
+        in `folder` on this scheduler (a path its job options would misread)."""
 
     def task_name(self, job: str, index: int) -> str:
         return f"{job}_{index}"
@@ -526,6 +531,7 @@ class RemoteExecutor(Executor):
         token = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
         submission = Submission(token, [job.key for job in jobs], time.time())
         folder = ledger.submission_folder(token)
+        self.scheduler.check_folder(folder)
         self._write_tasks(plan, submission, jobs, folder)
         watches = [Watch(job, submission, i) for i, job in enumerate(jobs)]
         ledger.add(submission)

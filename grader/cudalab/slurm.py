@@ -163,12 +163,14 @@ class Slurm(Scheduler):
                              "partitions and their GPUs).")
         return found.group(1)
 
+    def check_folder(self, folder: Path) -> None:
+        if "%" in str(folder) or "\\" in str(folder):
+            raise UsageError(f"The results folder's path ({folder.parent.parent}) holds a '%' or a '\\', which "
+                             "sbatch reads in the log files' names (a pattern, or no patterns at all): give an "
+                             "--out without them.")
+
     @staticmethod
     def _script(array: Array) -> Path:
-        if "%" in str(array.folder) or "\\" in str(array.folder):
-            raise UsageError(f"The results folder's path ({array.folder.parent.parent}) holds a '%' or a '\\', "
-                             "which sbatch reads in the log files' names (a pattern, or no patterns at all): "
-                             "give an --out without them.")
         command = " ".join(shlex.quote(word) for word in [*WORKER, array.step, str(array.folder)])
         script = array.folder / f"{array.step}.sh"
         script.write_text(f"#!/bin/sh\n# cudalab batch on Slurm: the {array.words} step of one hand-in per array "
