@@ -12,6 +12,7 @@ import pytest
 
 from cudalab import batch, build, cli, executors, grade, publish, remote
 from cudalab.errors import CudalabError
+from cudalab.exit_codes import Cli
 from cudalab.executor import Executor
 from cudalab.runner import scratch_dir
 from cudalab.trees import remove_tree
@@ -217,6 +218,34 @@ def test_a_scheduler_added_as_one_adapter_grades_a_batch_and_takes_up_its_jobs_a
     assert set(graded) == {"submission", "build", "gpu"} and graded["gpu"]["node"] == "toy-node"
     assert set(records(out)["carol"]["result"]["provenance"]["toyq"]) == {"submission", "build"}  # no GPU step
     assert remote.recorded_jobs(out, InProcessScheduler) == []  # followed to their end, and forgotten
+
+
+def test_a_task_its_scheduler_cancelled_is_recorded_as_such_and_graded_by_the_next_run(
+        toy_config, tmp_path, monkeypatch, capsys):
+    handins = three_hand_ins(tmp_path / "handins")
+    in_this_process(toy_config, monkeypatch)
+    cluster = InProcessScheduler()
+    monkeypatch.setattr(ToyqExecutor, "cluster", cluster)
+    monkeypatch.setitem(executors.EXECUTORS, "toyq", ToyqExecutor)
+    monkeypatch.setattr(remote, "RECORD_LAG_S", 0.0)
+    out = tmp_path / "out"
+    command = ["batch", "toy", str(handins), "--out", str(out), "--executor", "toyq"]
+    cluster.die_after_tasks = 1
+    with pytest.raises(HeadKilled):
+        cli.main(command)
+    [submission] = remote.Ledger(out, InProcessScheduler).submissions
+    bob = next(i for i, key in enumerate(submission.keys) if key.startswith("bob"))
+    cluster.cancel([submission.gpu_job], bob)  # by an administrator, while no head follows
+
+    assert cli.main(command) == int(Cli.INTERNAL)
+    result = records(out)["bob"]["result"]
+    assert batch.is_scheduler_failure(result) and result["score"]["total"] == 0
+    assert result["message"].startswith(f"The Toyq GPU task {submission.gpu_job}_{bob} ended as CANCELLED before")
+    assert result[batch.SCHEDULER_FAILURE]["executor"] == "toyq"
+    capsys.readouterr()
+    assert cli.main(command) == 0  # graded again, in a submission of its own
+    assert "1 to grade now" in capsys.readouterr().err and len(cluster.arrays) == 4
+    assert records(out)["bob"]["result"]["status"] == "graded"
 
 
 def moodle_csv(context: publish.ClassContext) -> str:
