@@ -6,9 +6,9 @@ An executor is given a batch's plan (batch.Plan: the jobs to grade, the results 
 configuration) and a progress reporter. It grades every job in plan.todo exactly as
 `cudalab grade` grades one, commits each result with plan.store.commit(job, result) the
 moment it is done (the records are what makes a batch resumable, whichever executor wrote
-them), and tells the reporter as it goes. The Slurm executor (slurm.py) implements the
-same `run` with two job arrays and leaves the same records; nothing else in the batch
-changes. Each executor adds its own options to the batch command, and an option of one
+them), and tells the reporter as it goes. A cluster's executor (remote.RemoteExecutor,
+driving a scheduler adapter such as slurm.Slurm) implements the same `run` with two job
+arrays and leaves the same records; nothing else in the batch changes. Each executor adds its own options to the batch command, and an option of one
 executor given with another is refused (it would do nothing).
 """
 from __future__ import annotations

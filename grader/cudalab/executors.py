@@ -1,7 +1,8 @@
 """The executors a batch can grade with (`cudalab batch --executor NAME`): this machine's
-(executor.LocalExecutor) and a Slurm cluster's (slurm.SlurmExecutor), their options, and
-making the one a batch asks for. It sits above both, so that slurm.py can build on
-executor.py without executor.py having to know it.
+(executor.LocalExecutor) and a Slurm cluster's (slurm.SlurmExecutor: remote.RemoteExecutor
+through the Slurm adapter), their options, and making the one a batch asks for. It sits
+above them all, so that remote.py and slurm.py can build on executor.py without
+executor.py having to know them.
 """
 from __future__ import annotations
 

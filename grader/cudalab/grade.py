@@ -468,6 +468,50 @@ class Pending:
     error: CudalabError | Exception | None = None
 
 
+@dataclass
+class Handoff:
+    """What a grade's build step hands its GPU step when the two run in different processes
+    (on a cluster, on different nodes): the result so far, where the build left the binary
+    and its scratch folder, and when it was built. Plain data, so that any executor can
+    ship it as JSON; the GPU step makes a Pending of it with its own configuration."""
+    SCHEMA = "cudalab.pending-grade/1"
+
+    key: str           # the hand-in's key in the batch's store
+    result: dict
+    binary: Path
+    tmp: Path
+    built_at: float
+
+    @classmethod
+    def of(cls, pending: Pending, key: str) -> "Handoff":
+        return cls(key, pending.result, pending.binary, pending.tmp, time.time())
+
+    def to_json(self) -> dict:
+        return {"schema": self.SCHEMA, "key": self.key, "result": self.result, "binary": str(self.binary),
+                "tmp": str(self.tmp), "built_at": self.built_at}
+
+    @classmethod
+    def from_json(cls, data) -> "Handoff":
+        """ValueError, saying what is wrong, for anything but what to_json writes."""
+        if not isinstance(data, dict) or data.get("schema") != cls.SCHEMA:
+            schema = data.get("schema") if isinstance(data, dict) else None
+            raise ValueError(f"it is not a pending grade (its schema is {schema!r}, not {cls.SCHEMA})")
+        try:
+            handoff = cls(str(data["key"]), data["result"], Path(data["binary"]), Path(data["tmp"]),
+                          float(data["built_at"]))
+        except KeyError as err:
+            raise ValueError(f"its field {err} is missing") from None
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"a field is not what a pending grade holds ({err})") from None
+        if not isinstance(handoff.result, dict):
+            raise ValueError("its result is not an object")
+        return handoff
+
+    def pending(self, config: Config, spec: LabSpec, binary: Path, tmp: Path) -> Pending:
+        """The grade to finish, with the binary and scratch folder where the GPU step put them."""
+        return Pending(self.result, config, spec, binary=binary, tmp=tmp)
+
+
 def begin(config: Config, lab: str, folder: Path, seed: int | None = None,
           allow_unisolated: bool = False, bring_official_up_to_date: bool = True) -> Pending:
     """Everything before the GPU: the lab, the isolation, the official tree (brought up to

@@ -1,7 +1,9 @@
 """docs/extending.md's recipes, done as they are written (the lab recipe is done by
 test_lab_tree.py): an executor added as the recipe says grades a batch exactly as the local
-executor does, an output added as the recipe says is written by `batch --outputs`, and a
-hand-in check added as the recipe says is run by `cudalab check` and by a submission's build."""
+executor does, a scheduler added as one adapter grades it too and takes up its jobs again
+after the head crashed, an output added as the recipe says is written by `batch --outputs`,
+and a hand-in check added as the recipe says is run by `cudalab check` and by a submission's
+build."""
 from __future__ import annotations
 
 import json
@@ -10,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import batch, build, cli, executors, grade, handin_checks, labs, publish
+from cudalab import batch, build, cli, executors, grade, handin_checks, labs, publish, remote
 from cudalab.config import Config
-from cudalab.errors import CompileError
+from cudalab.errors import CompileError, CudalabError
 from cudalab.executor import Executor
 from cudalab.exit_codes import Cli
 from cudalab.handin import Finding
@@ -97,6 +99,158 @@ def test_an_executor_added_as_the_recipe_says_grades_a_batch(toy_config, tmp_pat
     assert "--jobs is an option of --executor local, not of --executor sequential" in capsys.readouterr().err
     assert cli.main(["batch", "toy", str(handins), "--out", str(out), "--pause-s", "1"]) == 2
     assert "--pause-s is an option of --executor sequential" in capsys.readouterr().err
+
+
+class HeadKilled(BaseException):
+    """The head's process dies here (as SIGKILL would end it: no handler runs)."""
+
+
+class InProcessScheduler(remote.Scheduler):
+    """A cluster that is this process: each time the head asks how its tasks are, it runs
+    the next task that may run (remote.run_task, what a real task's process runs), as a
+    one-node cluster with one slot would. Task i of an array with `after` waits for task i
+    of that array to complete, and is cancelled when that one ended otherwise."""
+
+    name = "Toyq"
+    key = "toyq"
+    index_variable, job_variable, node_variable = "TOYQ_INDEX", "TOYQ_JOB", "TOYQ_NODE"
+    status_command, list_command = "toyq status", "toyq list"
+
+    def __init__(self) -> None:
+        self.arrays: dict[str, remote.Array] = {}
+        self.states: dict[str, list[str]] = {}
+        self.held: set[str] = set()
+        self.die_after_tasks: int | None = None  # the head dies once this many tasks ran
+
+    def submit(self, array: remote.Array) -> str:
+        job = str(500 + len(self.arrays))
+        self.arrays[job], self.states[job] = array, ["PENDING"] * array.count
+        self.held.add(job)
+        return job
+
+    def release(self, job: str) -> None:
+        self.held.discard(job)
+
+    def _run_one(self) -> bool:
+        for job, array in self.arrays.items():
+            for index, state in enumerate(self.states[job]):
+                if state != "PENDING" or job in self.held:
+                    continue
+                if array.after is not None:
+                    before = self.states[array.after][index]
+                    if before in ("PENDING", "RUNNING"):
+                        continue
+                    if before != "DONE":
+                        self.states[job][index] = "CANCELLED"
+                        return True
+                self.states[job][index] = "RUNNING"
+                try:
+                    code = remote.run_task(self, array.step, array.folder, index, remote.Where(self, job, "toy-node"))
+                except CudalabError:
+                    code = 1
+                self.states[job][index] = "DONE" if code == 0 else "FAILED"
+                return True
+        return False
+
+    def tasks(self, jobs: list[str]) -> dict[tuple[str, int], remote.Task]:
+        if self._run_one() and self.die_after_tasks is not None:
+            self.die_after_tasks -= 1
+            if self.die_after_tasks <= 0:
+                self.die_after_tasks = None
+                raise HeadKilled()
+        return {(job, index): self._task(state) for job in jobs
+                for index, state in enumerate(self.states.get(job, []))}
+
+    @staticmethod
+    def _task(state: str) -> remote.Task:
+        phase = {"PENDING": remote.QUEUED, "RUNNING": remote.RUNNING, "DONE": remote.COMPLETED}.get(state, remote.ENDED)
+        return remote.Task(state, phase)
+
+    def details(self, job: str, index: int) -> remote.Task | None:
+        return self._task(self.states[job][index]) if job in self.states else None
+
+    def cancel(self, jobs: list[str], index: int | None = None) -> None:
+        for job in jobs:
+            for i, state in enumerate(self.states.get(job, [])):
+                if (index is None or i == index) and state == "PENDING":
+                    self.states[job][i] = "CANCELLED"
+
+    def find(self, name: str) -> str | None:
+        return next((job for job, array in self.arrays.items() if array.name == name), None)
+
+
+class ToyqExecutor(remote.RemoteExecutor):
+    """The executor of the in-process cluster: its name, its options, and its adapter."""
+
+    name = "toyq"
+    options = ("toyq_poll_s",)
+    cluster = InProcessScheduler()  # the cluster outlives a head, as a real one does
+
+    @classmethod
+    def add_arguments(cls, group) -> None:
+        group.add_argument("--toyq-poll-s", type=float, help="how often the head asks toyq about its tasks")
+
+    @classmethod
+    def from_args(cls, config, args) -> "ToyqExecutor":
+        return cls(config, cls.cluster, poll_s=args.toyq_poll_s or 0.01)
+
+
+def test_a_scheduler_added_as_one_adapter_grades_a_batch_and_takes_up_its_jobs_after_a_crash(
+        toy_config, tmp_path, monkeypatch, capsys):
+    handins = three_hand_ins(tmp_path / "handins")
+    local = tmp_path / "local"
+    code, _, stderr = run_batch(toy_config, handins, local)
+    assert code == 0, stderr
+
+    in_this_process(toy_config, monkeypatch)
+    cluster = InProcessScheduler()
+    monkeypatch.setattr(ToyqExecutor, "cluster", cluster)
+    monkeypatch.setitem(executors.EXECUTORS, "toyq", ToyqExecutor)  # the scheduler recipe's step 3
+    monkeypatch.setattr(remote, "RECORD_LAG_S", 0.0)
+    out = tmp_path / "toyq"
+    command = ["batch", "toy", str(handins), "--out", str(out), "--executor", "toyq"]
+    cluster.die_after_tasks = 2  # the head dies after the first two tasks ran
+    with pytest.raises(HeadKilled):
+        cli.main(command)
+    assert len(cluster.arrays) == 2 and len(records(out)) < 3  # submitted, part graded, the rest still queued
+    capsys.readouterr()
+
+    assert cli.main(command) == 0  # the next run follows the jobs on the cluster rather than submitting again
+    assert "already queued or running on Toyq (jobs 500, 501)" in capsys.readouterr().err
+    assert len(cluster.arrays) == 2
+    assert outcome(out) == outcome(local) and set(records(out)) == {"alice", "bob", "carol"}
+    graded = records(out)["alice"]["result"]["provenance"]["toyq"]
+    assert set(graded) == {"submission", "build", "gpu"} and graded["gpu"]["node"] == "toy-node"
+    assert set(records(out)["carol"]["result"]["provenance"]["toyq"]) == {"submission", "build"}  # no GPU step
+    assert remote.recorded_jobs(out, InProcessScheduler) == []  # followed to their end, and forgotten
+
+
+def test_a_task_its_scheduler_cancelled_is_recorded_as_such_and_graded_by_the_next_run(
+        toy_config, tmp_path, monkeypatch, capsys):
+    handins = three_hand_ins(tmp_path / "handins")
+    in_this_process(toy_config, monkeypatch)
+    cluster = InProcessScheduler()
+    monkeypatch.setattr(ToyqExecutor, "cluster", cluster)
+    monkeypatch.setitem(executors.EXECUTORS, "toyq", ToyqExecutor)
+    monkeypatch.setattr(remote, "RECORD_LAG_S", 0.0)
+    out = tmp_path / "out"
+    command = ["batch", "toy", str(handins), "--out", str(out), "--executor", "toyq"]
+    cluster.die_after_tasks = 1
+    with pytest.raises(HeadKilled):
+        cli.main(command)
+    [submission] = remote.Ledger(out, InProcessScheduler).submissions
+    bob = next(i for i, key in enumerate(submission.keys) if key.startswith("bob"))
+    cluster.cancel([submission.gpu_job], bob)  # by an administrator, while no head follows
+
+    assert cli.main(command) == int(Cli.INTERNAL)
+    result = records(out)["bob"]["result"]
+    assert batch.is_scheduler_failure(result) and result["score"]["total"] == 0
+    assert result["message"].startswith(f"The Toyq GPU task {submission.gpu_job}_{bob} ended as CANCELLED before")
+    assert result[batch.SCHEDULER_FAILURE]["executor"] == "toyq"
+    capsys.readouterr()
+    assert cli.main(command) == 0  # graded again, in a submission of its own
+    assert "1 to grade now" in capsys.readouterr().err and len(cluster.arrays) == 4
+    assert records(out)["bob"]["result"]["status"] == "graded"
 
 
 def moodle_csv(context: publish.ClassContext) -> str:

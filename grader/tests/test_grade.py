@@ -499,3 +499,21 @@ def test_a_grade_times_while_the_checker_judges_and_drops_the_timing_when_a_case
     late = grade.finish(pending)
     assert late["performance"]["status"] == "skipped"
     assert not any("--paced" in p["what"] for p in late["provenance"]["processes"])
+
+
+def test_a_pending_grade_ships_as_json_and_comes_back_the_same(toy_config, tmp_path):
+    """What a grade's build step hands its GPU step (grade.Handoff) goes through JSON, as an
+    executor ships it between machines, unchanged; anything else is refused in words."""
+    result = {"status": "pending", "score": {"total": 0}, "provenance": {"slurm": {"submission": "t"}}}
+    handoff = grade.Handoff("alice-1a2b", result, tmp_path / "grade" / "build" / "prog", tmp_path / "grade", 12.5)
+    shipped = grade.Handoff.from_json(json.loads(json.dumps(handoff.to_json())))
+    assert shipped == handoff and isinstance(shipped.binary, Path) and isinstance(shipped.tmp, Path)
+    pending = shipped.pending(toy_config, None, tmp_path / "node" / "prog", tmp_path / "node")
+    assert pending.result is shipped.result and pending.binary == tmp_path / "node" / "prog" and pending.error is None
+    for broken, said in (([], "not a pending grade"), ({"schema": "cudalab.other/1"}, "not a pending grade"),
+                         ({**handoff.to_json(), "built_at": "soon"}, "a field is not what a pending grade holds"),
+                         ({k: v for k, v in handoff.to_json().items() if k != "tmp"}, "'tmp' is missing"),
+                         ({**handoff.to_json(), "result": "graded"}, "result is not an object")):
+        with pytest.raises(ValueError, match=said):
+            grade.Handoff.from_json(broken)
+

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, write_fake
-from cudalab import build, grade, slurm
+from cudalab import build, grade, remote
 from cudalab.config import Config
 from cudalab.errors import GraderError
 from cudalab.runner import fresh_dir
@@ -160,7 +160,7 @@ def test_a_slurm_gpu_task_copies_its_build_to_a_private_folder(squatted, tmp_pat
     config = Config.load(env={}, root=REPO_ROOT, preset="ci", work_dir=tmp_path / "shared" / "work")
     shared = fresh_dir(scratch_root(config), "grade-toy")
     binary = write_fake(shared / "submission" / "toy_submission", name="toy_submission")
-    local_config, local_binary, local = slurm._on_this_node(config, {"tmp": str(shared), "binary": str(binary)})
+    local_config, local_binary, local = remote._on_this_node(config, grade.Handoff("key", {}, binary, shared, 0.0))
     assert not any(inside(local, squatted / name) for name in FIXED_NAMES), local
     assert local_binary.read_bytes() == binary.read_bytes()
     for folder in (local, *local.parents):

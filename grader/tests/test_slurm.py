@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import fake_slurm
-from cudalab import batch, publish, slurm
+from cudalab import batch, publish, remote, slurm
 from cudalab.exit_codes import Cli
 from test_batch import CLASS, DRIVER, outcome, records, write_handin
 
@@ -88,22 +88,22 @@ def wait_for(condition, what: str, timeout_s: float = 120.0):
 def submitted(out: Path) -> list[dict]:
     """The ledger's submissions once both arrays are in it."""
     try:
-        entries = json.loads((out / slurm.SLURM_DIR / slurm.LEDGER_FILE).read_text())["submissions"]
+        entries = json.loads((remote.remote_dir(out, slurm.Slurm) / remote.LEDGER_FILE).read_text())["submissions"]
     except (OSError, ValueError):
         return []
     return entries if entries and all(e["gpu_job"] for e in entries) else []
 
 
 def index_of(out: Path, submission: dict, student: str) -> int:
-    tasks = json.loads((slurm.submission_folder(out, submission["token"]) / slurm.TASKS_FILE).read_text())
+    tasks = json.loads((remote.submission_folder(out, slurm.Slurm, submission["token"]) / remote.TASKS_FILE).read_text())
     return [job["student"] for job in tasks["jobs"]].index(student)
 
 
-def results_folder(out: Path, handins: Path, submission: slurm.Submission) -> Path:
+def results_folder(out: Path, handins: Path, submission: remote.Submission) -> Path:
     """A batch's results folder whose ledger holds `submission`, as a head left it."""
     out.mkdir()
     (out / batch.BATCH_FILE).write_text(json.dumps({"schema": batch.SCHEMA, "lab": "toy", "handins": str(handins)}))
-    slurm.Ledger(out).add(submission)
+    remote.Ledger(out, slurm.Slurm).add(submission)
     return out
 
 
@@ -153,7 +153,7 @@ def test_the_class_is_graded_as_the_local_executor_grades_it(toy_config, handins
     runs = [line for line in calls(fake_cluster) if line.startswith("run ")]
     assert len(runs) == len(set(runs))
     # Nothing is left in the results folder's Slurm state but an empty ledger.
-    assert submitted(out) == [] and [p.name for p in (out / slurm.SLURM_DIR).iterdir()] == [slurm.LEDGER_FILE]
+    assert submitted(out) == [] and [p.name for p in remote.remote_dir(out, slurm.Slurm).iterdir()] == [remote.LEDGER_FILE]
 
 
 def test_a_head_killed_with_sigkill_is_resumed_by_attaching_to_its_jobs(toy_config, handins, fake_cluster,
@@ -189,14 +189,14 @@ def test_a_head_killed_while_submitting_leaves_nothing_running(toy_config, fake_
     script = tmp_path / "orphan.sh"
     script.write_text("#!/bin/sh\necho this must never run\nexit 1\n")
     script.chmod(0o755)
-    held = subprocess.run(["sbatch", "--parsable", "--hold", f"--job-name={slurm.job_name(token, 'build')}",
+    held = subprocess.run(["sbatch", "--parsable", "--hold", f"--job-name={remote.job_name(token, 'build')}",
                            "--array=0-1", f"--output={tmp_path}/orphan-%a.log", str(script)],
                           capture_output=True, text=True, check=True).stdout.strip()
-    results_folder(out, handins, slurm.Submission(token, ["alice", "carol"], time.time()))
+    results_folder(out, handins, remote.Submission(token, ["alice", "carol"], time.time()))
     code, _, stderr = run_batch(toy_config, handins, out)
     assert code == 0, stderr
     assert f"scancel {held}" in calls(fake_cluster)
-    assert not any(line.startswith(f"run {slurm.job_name(token, 'build')}") for line in calls(fake_cluster))
+    assert not any(line.startswith(f"run {remote.job_name(token, 'build')}") for line in calls(fake_cluster))
     assert {s: r["result"]["status"] for s, r in records(out).items()} == {"alice": "graded", "carol": "compile_error"}
     assert submitted(out) == []
 
@@ -293,7 +293,7 @@ def test_without_slurm_or_with_a_refused_submission_the_batch_says_what_to_do(to
 
 def test_grading_here_warns_of_the_jobs_an_earlier_slurm_run_left(toy_config, tmp_path):
     handins = make_class(tmp_path / "handins", {"alice": CLASS["alice"]})
-    out = results_folder(tmp_path / "out", handins, slurm.Submission("t", ["alice"], 0.0, "41", "42", True))
+    out = results_folder(tmp_path / "out", handins, remote.Submission("t", ["alice"], 0.0, "41", "42", True))
     code, _, stderr = run_batch(toy_config, handins, out, executor="local")
     assert code == 0, stderr
     assert "an earlier --executor slurm run of this batch submitted Slurm jobs 41, 42" in stderr
@@ -324,7 +324,7 @@ def test_a_task_end_is_told_in_words_with_what_to_do(tmp_path):
     log = tmp_path / "gpu-3.log"
     log.write_text("")
     records_dir = tmp_path / "records"
-    said = {state: slurm.failure_message("gpu", "12_3", slurm.Task(state, exit_code=code), log, records_dir)
+    said = {state: remote.failure_message(slurm.Slurm(), "gpu", "12_3", slurm.task(state, exit_code=code), log, records_dir)
             for state, code in (("CANCELLED", "0:15"), ("FAILED", "1:0"), ("TIMEOUT", "0:15"),
                                 ("OUT_OF_MEMORY", "0:125"), ("NODE_FAIL", "0:0"), ("PREEMPTED", "0:0"),
                                 ("COMPLETED", "0:0"), ("SPECIAL_EXIT", "0:0"))}
@@ -335,17 +335,17 @@ def test_a_task_end_is_told_in_words_with_what_to_do(tmp_path):
     assert f"without writing this hand-in's record to {records_dir}" in said["COMPLETED"]
     assert "ended as SPECIAL_EXIT" in said["SPECIAL_EXIT"]
     assert all(f"its log: {log}" in text and text.endswith("command again to grade it.") for text in said.values())
-    forgotten = slurm.failure_message("build", "12_3", None, tmp_path / "never-started.log", records_dir)
+    forgotten = remote.failure_message(slurm.Slurm(), "build", "12_3", None, tmp_path / "never-started.log", records_dir)
     assert "Slurm no longer says how" in forgotten and "its log" not in forgotten
 
 
 def test_when_a_grade_can_no_longer_come():
-    submission = slurm.Submission("t", ["a"], 0.0, build_job="10", gpu_job="11", released=True)
-    watch = slurm.Watch(job=None, submission=submission, index=0)
+    submission = remote.Submission("t", ["a"], 0.0, build_job="10", gpu_job="11", released=True)
+    watch = remote.Watch(job=None, submission=submission, index=0)
 
     def ended(build, gpu):
-        live = {key: slurm.Task(state) for key, state in ((("10", 0), build), (("11", 0), gpu)) if state}
-        return slurm.SlurmExecutor._ended(watch, live)
+        live = {key: slurm.task(state) for key, state in ((("10", 0), build), (("11", 0), gpu)) if state}
+        return remote.RemoteExecutor._ended(watch, live)
     assert ended("RUNNING", "PENDING") is None
     assert ended("COMPLETED", "RUNNING") is None
     assert ended("FAILED", "CANCELLED") == ("build", "FAILED")  # the build's end, not its dependent's
@@ -356,4 +356,4 @@ def test_when_a_grade_can_no_longer_come():
 
 
 def test_the_tasks_get_the_heads_configuration(toy_config):
-    assert slurm.config_from_json(json.loads(json.dumps(slurm.config_to_json(toy_config)))) == toy_config
+    assert remote.config_from_json(json.loads(json.dumps(remote.config_to_json(toy_config)))) == toy_config

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 import conftest
-from cudalab import batch, publish, slurm, trees
+from cudalab import batch, publish, remote, slurm, trees
 from cudalab.exit_codes import Cli
 from test_batch import DRIVER, outcome, records, write_handin
 
@@ -217,8 +217,8 @@ def test_a_killed_head_is_resumed_and_a_cancelled_task_is_reported(place, local_
         said.append(line)
         if "already queued or running on Slurm" in line:
             break
-    [submission] = slurm.Ledger(out).submissions
-    tasks = json.loads((slurm.submission_folder(out, submission.token) / slurm.TASKS_FILE).read_text())
+    [submission] = remote.Ledger(out, slurm.Slurm).submissions
+    tasks = json.loads((remote.submission_folder(out, slurm.Slurm, submission.token) / remote.TASKS_FILE).read_text())
     index = [job["student"] for job in tasks["jobs"]].index("zoe")
     subprocess.run(["scancel", f"{submission.gpu_job}_{index}"], check=True, timeout=60)
     code, _, rest = finish(second)
