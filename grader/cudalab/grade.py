@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import platform
-import secrets
 import statistics
 import threading
 import time
@@ -372,7 +371,7 @@ def probe_device(config: Config, spec: LabSpec) -> dict:
     NoDeviceError or GraderError as a grade's own probe would."""
     tmp = scratch_dir(config, f"probe-{spec.name}")
     try:
-        session = GradingSession(config, spec, Path(), secrets.randbits(63), tmp)
+        session = GradingSession(config, spec, Path(), labs.choose_seed(None), tmp)
         session.probe_device()
         return session.device
     finally:
@@ -467,7 +466,7 @@ def begin(config: Config, lab: str, folder: Path, seed: int | None = None,
           allow_unisolated: bool = False, bring_official_up_to_date: bool = True) -> Pending:
     """Everything before the GPU: the lab, the isolation, the official tree (brought up to
     date unless the caller already did), the staging and the build."""
-    seed = secrets.randbits(63) if seed is None else seed
+    seed = labs.choose_seed(seed)
     pending = Pending(new_result(lab, folder, seed, config), config)
     result = pending.result
     try:

@@ -443,3 +443,20 @@ def test_a_grade_times_while_the_checker_judges_and_drops_the_timing_when_a_case
     late = grade.finish(pending)
     assert late["performance"]["status"] == "skipped"
     assert not any("--paced" in p["what"] for p in late["provenance"]["processes"])
+
+
+def test_grades_and_checks_draw_their_seed_from_one_policy(toy_config, toy_submission, fake_submission,
+                                                          monkeypatch):
+    """Where no --seed is given, a grade and a hand-in check take the seed labs.choose_seed
+    draws (in secret, 0 to MAX_SEED); a student's run repeats STUDENT_RUN_SEED."""
+    import types
+    from cudalab import check
+    fake_submission(sample_ms=1.0)
+    monkeypatch.setattr(labs, "secrets", types.SimpleNamespace(randbits=lambda bits: 2 ** bits - 7))
+    result = grade.grade(toy_config, "toy", toy_submission)
+    assert result["provenance"]["seed"] == labs.MAX_SEED - 6
+    spec = labs.load_lab(toy_config, "toy")
+    assert check.HandInCheck(toy_config, spec, toy_submission).seed == labs.MAX_SEED - 6
+    assert check.HandInCheck(toy_config, spec, toy_submission, seed=5).seed == 5
+    assert labs.choose_seed(0) == 0
+    assert cli.make_parser().parse_args(["run", "toy", str(toy_submission)]).seed == labs.STUDENT_RUN_SEED
