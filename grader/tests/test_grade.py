@@ -445,6 +445,19 @@ def test_a_grade_times_while_the_checker_judges_and_drops_the_timing_when_a_case
     assert not any("--paced" in p["what"] for p in late["provenance"]["processes"])
 
 
+def test_one_grade_reads_lab_toml_once(toy_config, toy_submission, fake_submission, monkeypatch):
+    """A grade reads its lab.toml once and hands the spec on: two reads could disagree when
+    the file changes mid-grade, and each costs a parse and a validation."""
+    from cudalab import labspec
+    fake_submission(sample_ms=1.0)
+    reads = []
+    real_load = labspec.load
+    monkeypatch.setattr(labspec, "load", lambda path: reads.append(path) or real_load(path))
+    result = grade_toy(toy_config, toy_submission)
+    assert result["status"] == "graded", result["message"]
+    assert len(reads) == 1, reads
+
+
 def test_grades_and_checks_draw_their_seed_from_one_policy(toy_config, toy_submission, fake_submission,
                                                           monkeypatch):
     """Where no --seed is given, a grade and a hand-in check take the seed labs.choose_seed
