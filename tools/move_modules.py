@@ -112,9 +112,8 @@ def repository_files(root: Path) -> list[Path]:
                                  "--exclude-standard"], capture_output=True, check=True).stdout
         paths = [root / name for name in listed.decode().split("\0") if name]
     except (OSError, subprocess.CalledProcessError):
-        skipped = {".git", ".venv", ".deps", "__pycache__", "node_modules"}
-        paths = [p for p in root.rglob("*")
-                 if not any(part in skipped or part.startswith("build") for part in p.relative_to(root).parts)]
+        skipped = {".git", ".venv", ".deps", "__pycache__", "node_modules", "build"}
+        paths = [p for p in root.rglob("*") if not skipped & set(p.relative_to(root).parts)]
     return sorted({p for p in paths if p.is_file() and not p.is_symlink() and p.name not in SELF})
 
 
