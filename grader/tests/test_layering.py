@@ -316,7 +316,7 @@ def test_each_subpackage_says_what_it_holds_and_re_exports_nothing():
 
 
 def test_no_subpackage_shares_a_name_with_a_module():
-    """`cudalab.grade` must name one thing: the module, or (had it one) a folder; with both,
+    """`cudalab.NAME` must name one thing: a module or a folder; with both,
     one of them is unreachable and tools/move_modules.py could not be run again."""
     folders = {p.parent.name for p in PACKAGE_DIR.glob("*/__init__.py")}
     modules = {p.stem for p in PACKAGE_DIR.glob("*.py")}

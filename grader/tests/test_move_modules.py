@@ -1,6 +1,7 @@
 """tools/move_modules.py on a made-up repository: what it moves and rewrites, what it leaves
 alone (schema names), that a second run changes nothing, that imports merged in later with
-the old layout are fixed by running it again, and that an unmapped module stops it."""
+the old layout are fixed by running it again, and that an unmapped module stops it.
+(move_modules: keep old names; the made-up repositories here use them on purpose.)"""
 from __future__ import annotations
 
 import importlib.util
@@ -68,6 +69,7 @@ def repo(tmp_path) -> Path:
             """,
         "tools/run.sh": "python3 -m cudalab.grade; cat grader/cudalab/scoring.py\n",
         "tools/module_map.toml": MAP,
+        "docs/history.md": "Once cudalab.grade was flat. <!-- move_modules: keep old names -->\n",
     })
     return root
 
@@ -98,6 +100,7 @@ def test_modules_move_and_every_reference_follows(move_modules, repo, capsys):
     assert (repo / "tools" / "run.sh").read_text() == (
         "python3 -m cudalab.grading.grade; cat grader/cudalab/grading/scoring.py\n")
     assert '"cudalab.grading"' in (repo / "grader" / "pyproject.toml").read_text()
+    assert "Once cudalab.grade was flat." in (repo / "docs" / "history.md").read_text()   # marked: kept
     before = snapshot(repo)
     assert run(move_modules, repo) == 0
     assert snapshot(repo) == before, "a second run changed something"
