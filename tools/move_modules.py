@@ -16,6 +16,7 @@ What it rewrites:
   (`grader/cudalab/grade.py`). A schema name such as `cudalab.grade/1` is not a module and
   is left alone;
 * in a module it moves: paths computed from its own `__file__` (one folder deeper now);
+  a path computed elsewhere from a moved module's `__file__` is named, to be checked by hand;
 * grader/pyproject.toml's package list, and each subpackage's __init__.py (a two-line
   docstring, no re-exports).
 
@@ -383,6 +384,20 @@ def text_patterns(plan: Plan) -> list[tuple[re.Pattern, object]]:
             (path, lambda m: f"{PACKAGE}/{plan.home[m.group(1)]}/{m.group(1)}.py")]
 
 
+def other_file_anchors(path: Path, text: str, moved_now: set[str], report: Report, root: Path) -> None:
+    """`Path(publish.__file__).parent` in another file finds what lay beside a module that
+    now lies one folder deeper: said, not guessed at (the name may be another module's)."""
+    if not moved_now:
+        return
+    pattern = re.compile(rf"\b({'|'.join(map(re.escape, sorted(moved_now)))})\.__file__\b")
+    for number, line in enumerate(text.split("\n"), 1):
+        match = pattern.search(line)
+        if match:
+            report.problems.append(f"{path.relative_to(root)}:{number}: finds a path from "
+                                   f"{match.group(0)}, which now lies one folder deeper; check what it "
+                                   f"looks for there (the package's own folder is cudalab.__file__'s).")
+
+
 def rewrite_text(path: Path, text: str, patterns, report: Report, root: Path) -> str:
     for pattern, replace in patterns:
         new = pattern.sub(replace, text)
@@ -491,6 +506,7 @@ def main(argv: list[str] | None = None) -> int:
         resolver = Resolver(plan, modules)
         former = {new: old for old, new in plan.renamed.items()}
         patterns = text_patterns(plan)
+        moved_now = {old.rsplit(".", 1)[1] for old in moved.values()}
         for path, on_disk in sorted(placed.items()):
             text = read_text(on_disk)
             if text is None:
@@ -508,6 +524,7 @@ def main(argv: list[str] | None = None) -> int:
                 new = rewrite_imports(path, new, resolver, current, list(dict.fromkeys(origins)), report, root)
                 if path in moved:
                     new = deepen_file_paths(path, new, report, root)
+                other_file_anchors(path, new, moved_now, report, root)
             new = rewrite_text(path, new, patterns, report, root)
             if new != text and not args.dry_run:
                 path.write_text(new, encoding="utf-8")

@@ -132,6 +132,13 @@ def test_an_unmapped_module_stops_it_before_anything_moves(move_modules, repo, c
     assert "left at the top" in capsys.readouterr().err
 
 
+def test_a_path_from_a_moved_modules_file_is_named(move_modules, repo, capsys):
+    write(repo, {"grader/tests/test_paths.py": "from cudalab import scoring\nHERE = scoring.__file__\n"})
+    assert run(move_modules, repo) == 1
+    assert "grader/tests/test_paths.py:2: finds a path from scoring.__file__" in capsys.readouterr().err
+    assert run(move_modules, repo) == 0      # said once, when the module moves
+
+
 def test_a_subpackage_named_like_a_module_is_refused(move_modules, repo, capsys):
     (repo / "tools" / "module_map.toml").write_text(MAP.replace("subpackages.grading", "subpackages.grade"))
     assert run(move_modules, repo) == 2
