@@ -308,7 +308,7 @@ def begin_job(config: Config, spec: LabSpec, job: Job, scratch: Path, allow_unis
     else:
         hand_in.write_accepted(spec, folder)
         pending = grade.begin(config, spec.name, folder, allow_unisolated=allow_unisolated,
-                              bring_official_up_to_date=False)
+                              bring_official_up_to_date=False, spec=spec)
     set_submission(pending.result, job)
     answers = handin.written_answers(hand_in, spec)
     if answers is not None:

@@ -10,7 +10,6 @@ import os
 import re
 import shlex
 import shutil
-import stat
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -61,26 +60,6 @@ class SubmissionBuild:
 
 # --- staging --------------------------------------------------------------------------
 
-def read_hand_in_file(path: Path, limit: int) -> bytes:
-    """Read one required file without following a symlink, refusing anything over `limit`."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # a FIFO must not hang us
-    except OSError as err:
-        if path.is_symlink():
-            raise SubmissionError(f"{path} is a symbolic link. Hand in the file itself, "
-                                  "not a link to it.") from None
-        raise SubmissionError(f"{path} cannot be read ({err.strerror}).") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise SubmissionError(f"{path} is not a plain file. Hand in the source file itself.")
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise SubmissionError(f"{path} is larger than the lab's limit of {limit} bytes. "
-                              "Hand in the source only (no data, no generated code).")
-    return data
-
-
 def safe_name(folder: Path) -> str:
     """A folder name the grader can use for a submission's results: the submission's own name
     when it is plain (letters, digits, '.', '_', '-'), else a plain form of it with a short
@@ -112,10 +91,8 @@ def stage_submission(spec: LabSpec, folder: Path, dest: Path) -> StagedSubmissio
         raise GraderError(f"Could not clear the staging folder {dest} of an earlier build; remove it "
                           "by hand and build again.")
     dest.mkdir(parents=True)
-    dest.chmod(0o755)  # the sandbox user reads it
-    for name in spec.files:
-        (dest / name).write_bytes(read_hand_in_file(folder / name, spec.max_file_bytes))
-        (dest / name).chmod(0o644)
+    handin.write_staged(dest, {name: handin.read_plain_file(folder / name, spec.max_file_bytes)
+                               for name in spec.files})
     ignored = sorted(entry.name + ("/" if entry.is_dir() else "")
                      for entry in folder.iterdir() if entry.name not in spec.files)
     return StagedSubmission(folder.resolve(), dest, list(spec.files), ignored)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import secrets
 
 from . import __version__, build, calibration, console, gpu, labs, ladder, pack, report
 from .calibration import Calibration
@@ -167,7 +166,7 @@ def calibrate_lab(config: Config, spec: LabSpec, args: argparse.Namespace) -> tu
         raise UsageError(f"--ladder: the {spec.name} lab has no [[ladder]] in its lab.toml, so there is no ladder "
                          f"to time; calibrate it without --ladder.")
     reference = reference_of(spec)
-    seed = args.seed if args.seed is not None else secrets.randbits(63)
+    seed = labs.choose_seed(args.seed)
     cases = [c.name for c in spec.bench_cases if c.name not in reference["skip_bench_cases"]]
     wait = gpu.wait_until_idle(config.gpu_idle_wait_s)
     sharing = gpu.describe([wait])

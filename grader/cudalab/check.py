@@ -63,8 +63,7 @@ class HandInChecking:
         self.config, self.spec, self.path = config, spec, Path(path)
         self.context = handin_checks.CheckContext(config, spec, path=self.path, run_programs=run,
                                                   not_run_because=not_run_because)
-        if seed is not None:
-            self.context.seed = seed
+        self.context.seed = labs.choose_seed(seed)
 
     def run(self, tmp: Path) -> None:
         def start_build(staged: Path) -> build.SubmissionBuilder:

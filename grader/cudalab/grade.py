@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import platform
-import secrets
 import statistics
 import threading
 import time
@@ -377,7 +376,7 @@ def probe_device(config: Config, spec: LabSpec) -> dict:
     NoDeviceError or GraderError as a grade's own probe would."""
     tmp = scratch_dir(config, f"probe-{spec.name}")
     try:
-        session = GradingSession(config, spec, Path(), secrets.randbits(63), tmp)
+        session = GradingSession(config, spec, Path(), labs.choose_seed(None), tmp)
         session.probe_device()
         return session.device
     finally:
@@ -513,14 +512,16 @@ class Handoff:
 
 
 def begin(config: Config, lab: str, folder: Path, seed: int | None = None,
-          allow_unisolated: bool = False, bring_official_up_to_date: bool = True) -> Pending:
+          allow_unisolated: bool = False, bring_official_up_to_date: bool = True,
+          spec: LabSpec | None = None) -> Pending:
     """Everything before the GPU: the lab, the isolation, the official tree (brought up to
-    date unless the caller already did), the staging and the build."""
-    seed = secrets.randbits(63) if seed is None else seed
+    date unless the caller already did), the staging and the build. `spec`: the lab's
+    lab.toml where the caller has read it already (it is read once per grade)."""
+    seed = labs.choose_seed(seed)
     pending = Pending(new_result(lab, folder, seed, config), config)
     result = pending.result
     try:
-        spec = pending.spec = labs.load_lab(config, lab)
+        spec = pending.spec = spec if spec is not None else labs.load_lab(config, lab)
         result["lab_title"] = spec.title
         result["score"] = zero_score(spec.scoring).to_json()
         sandbox = Sandbox.detect(config)
@@ -609,11 +610,12 @@ def grade(config: Config, lab: str, folder: Path, seed: int | None = None,
     started (official code only, on the CPUs left to timing)."""
     cpus.keep_to_work_cpus(config)
     started = time.perf_counter()
+    spec = None
     try:
         spec = labs.load_lab(config, lab)
         build.ensure_official(config, spec)
     except CudalabError:  # begin() says what is wrong, in the result
-        return finish(begin(config, lab, folder, seed, allow_unisolated), attachments_to)
+        return finish(begin(config, lab, folder, seed, allow_unisolated, spec=spec), attachments_to)
     official_s = time.perf_counter() - started
     probe: dict = {}
     timing_scratch = scratch_dir(config, f"timing-{spec.name}")
@@ -634,7 +636,7 @@ def grade(config: Config, lab: str, folder: Path, seed: int | None = None,
     thread = threading.Thread(target=probe_beside, name="device-probe", daemon=True)
     thread.start()
     try:
-        pending = begin(config, lab, folder, seed, allow_unisolated, bring_official_up_to_date=False)
+        pending = begin(config, lab, folder, seed, allow_unisolated, bring_official_up_to_date=False, spec=spec)
     finally:
         thread.join()
     phases = pending.result["provenance"]["phases_s"]

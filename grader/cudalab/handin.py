@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from .config import Config
+from .errors import SubmissionError
 from .labspec import LabSpec
 from .names import near
 from .sdk import sha256_file
@@ -91,16 +92,43 @@ class HandIn:
     def write_accepted(self, spec: LabSpec, dest: Path) -> list[str]:
         """Write the lab's files that were read (and README.md where the lab takes one) into
         `dest`, under their lab names; return the names written."""
-        dest.mkdir(parents=True, exist_ok=True)
-        dest.chmod(0o755)
-        written = []
-        for name in accepted_names(spec):
-            entry = self.files().get(name)
-            if entry is not None and entry.data is not None:
-                (dest / name).write_bytes(entry.data)
-                (dest / name).chmod(0o644)
-                written.append(name)
-        return written
+        found = self.files()
+        return write_staged(dest, {name: found[name].data for name in accepted_names(spec)
+                                   if name in found and found[name].data is not None})
+
+
+def write_staged(dest: Path, files: dict[str, bytes]) -> list[str]:
+    """Write a hand-in's files, read as data, into the grader's staging folder `dest` under
+    their lab names, readable by the sandbox's user; return the names written. Every staged
+    hand-in (an archive's or folder's accepted files, a student's folder of lab files) is
+    written here, so what the build sees never depends on how it was handed in."""
+    dest.mkdir(parents=True, exist_ok=True)
+    dest.chmod(0o755)  # the sandbox user reads it
+    for name, data in files.items():
+        (dest / name).write_bytes(data)
+        (dest / name).chmod(0o644)
+    return list(files)
+
+
+def read_plain_file(path: Path, limit: int) -> bytes:
+    """Read one file of a student's folder without following a symlink (and without hanging
+    on a FIFO), refusing anything that is not a plain file or is over `limit` bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as err:
+        if path.is_symlink():
+            raise SubmissionError(f"{path} is a symbolic link. Hand in the file itself, "
+                                  "not a link to it.") from None
+        raise SubmissionError(f"{path} cannot be read ({err.strerror}).") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise SubmissionError(f"{path} is not a plain file. Hand in the source file itself.")
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise SubmissionError(f"{path} is larger than the lab's limit of {limit} bytes. "
+                              "Hand in the source only (no data, no generated code).")
+    return data
 
 
 class IntakeLimit(Exception):

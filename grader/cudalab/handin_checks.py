@@ -17,14 +17,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
-from . import console, handin, sanitizer
+from . import console, handin, labs, sanitizer
 from .config import Config, cuda_device_present
 from .errors import CompileError, ForbiddenError, SubmissionError
 from .exit_codes import Harness
@@ -97,7 +96,7 @@ class CheckContext:
     tmp: Path | None = None                     # the check's own scratch folder
     run_programs: bool = True
     not_run_because: str = "--no-run was given"  # why, when `run_programs` is False
-    seed: int = field(default_factory=lambda: secrets.randbits(31))
+    seed: int = field(default_factory=lambda: labs.choose_seed(None))
     start_build: Callable[[Path], object] | None = None  # staged folder -> builder (`cudalab check`)
     builder: object | None = None                # a build.SubmissionBuilder, from `compile` on
     records: dict[str, Check] = field(default_factory=dict)

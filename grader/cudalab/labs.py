@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import secrets
 from pathlib import Path, PurePosixPath
 
 from . import labspec
@@ -61,6 +62,17 @@ def add_generated_file_arguments(parser, what: str, every: str | None = None) ->
 
 
 MAX_SEED = 2 ** 63 - 1
+# A student's own `cudalab run` repeats the same inputs until told otherwise (--seed), so a
+# failure they are fixing stays the same failure.
+STUDENT_RUN_SEED = 1
+
+
+def choose_seed(given: int | None) -> int:
+    """The seed of a grade, a hand-in check's runs, a ladder or a calibration: the one given
+    (--seed), else one drawn now, in secret, from 0 to MAX_SEED, so that no submission can
+    be written for the inputs it will meet. (Each timed sample's inputs get a seed of their
+    own, drawn by timing.Auditor.session when the sample is taken.)"""
+    return secrets.randbits(63) if given is None else given
 
 
 def seed_argument(text: str) -> int:

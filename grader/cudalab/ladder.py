@@ -5,7 +5,6 @@ run's kept samples judged by the checker.
 from __future__ import annotations
 
 import argparse
-import secrets
 import statistics
 from pathlib import Path
 
@@ -94,7 +93,7 @@ def run_ladder(config: Config, spec: LabSpec, args: argparse.Namespace) -> dict:
     cases = _bench_cases(spec, args.bench_case)
     implementations = [_implementation(spec, r.source) for r in spec.ladder]
     build.ensure_official(config, spec, tuple(implementations) + ("checker",))
-    seed = args.seed if args.seed is not None else secrets.randbits(63)
+    seed = labs.choose_seed(args.seed)
 
     per_rung = []
     scratch = scratch_dir(config, "ladder")
@@ -212,7 +211,7 @@ def run_blocks(config: Config, spec: LabSpec, args: argparse.Namespace) -> dict:
     skipped = [c for c in cases if rung and c in rung.skip_bench_cases]
     mine = [c for c in cases if c not in skipped]
     build.ensure_official(config, spec, (implementation, "checker"))
-    seed = args.seed if args.seed is not None else secrets.randbits(63)
+    seed = labs.choose_seed(args.seed)
     outcomes = []
     scratch = scratch_dir(config, "ladder")
     try:

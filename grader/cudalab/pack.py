@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__, build, check, handin, report
+from . import __version__, check, handin, report
 from .config import Config
 from .errors import SubmissionError
 from .labspec import LabSpec
@@ -118,7 +118,7 @@ def take_lab_files(config: Config, spec: LabSpec, folder: Path, out: Path) -> Ta
             continue
         limit = spec.max_file_bytes if name in spec.files else config.handin_max_file_bytes
         try:
-            taken.files[name] = build.read_hand_in_file(folder / name, limit)
+            taken.files[name] = handin.read_plain_file(folder / name, limit)
         except SubmissionError as err:
             taken.problems.append(str(err))
             continue

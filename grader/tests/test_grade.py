@@ -517,3 +517,32 @@ def test_a_pending_grade_ships_as_json_and_comes_back_the_same(toy_config, tmp_p
         with pytest.raises(ValueError, match=said):
             grade.Handoff.from_json(broken)
 
+
+def test_one_grade_reads_lab_toml_once(toy_config, toy_submission, fake_submission, monkeypatch):
+    """A grade reads its lab.toml once and hands the spec on: two reads could disagree when
+    the file changes mid-grade, and each costs a parse and a validation."""
+    from cudalab import labspec
+    fake_submission(sample_ms=1.0)
+    reads = []
+    real_load = labspec.load
+    monkeypatch.setattr(labspec, "load", lambda path: reads.append(path) or real_load(path))
+    result = grade_toy(toy_config, toy_submission)
+    assert result["status"] == "graded", result["message"]
+    assert len(reads) == 1, reads
+
+
+def test_grades_and_checks_draw_their_seed_from_one_policy(toy_config, toy_submission, fake_submission,
+                                                          monkeypatch):
+    """Where no --seed is given, a grade and a hand-in check take the seed labs.choose_seed
+    draws (in secret, 0 to MAX_SEED); a student's run repeats STUDENT_RUN_SEED."""
+    import types
+    from cudalab import check
+    fake_submission(sample_ms=1.0)
+    monkeypatch.setattr(labs, "secrets", types.SimpleNamespace(randbits=lambda bits: 2 ** bits - 7))
+    result = grade.grade(toy_config, "toy", toy_submission)
+    assert result["provenance"]["seed"] == labs.MAX_SEED - 6
+    spec = labs.load_lab(toy_config, "toy")
+    assert check.HandInChecking(toy_config, spec, toy_submission).context.seed == labs.MAX_SEED - 6
+    assert check.HandInChecking(toy_config, spec, toy_submission, seed=5).context.seed == 5
+    assert labs.choose_seed(0) == 0
+    assert cli.make_parser().parse_args(["run", "toy", str(toy_submission)]).seed == labs.STUDENT_RUN_SEED

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cudalab import batch, handin, labs
+from cudalab.errors import SubmissionError
 from test_check import good_source, intake, intake_messages, repo_config, special, tar_with
 
 
@@ -130,6 +131,34 @@ def test_an_archive_over_the_limit_is_hashed_in_part(tmp_path):
 
 
 # --- a grade's words for a hand-in without the lab's files ------------------------------------
+
+def _staged(folder: Path) -> dict[str, tuple[bytes, int]]:
+    return {path.name: (path.read_bytes(), path.stat().st_mode & 0o777) for path in folder.iterdir()}
+
+
+def test_a_folder_and_an_archive_of_the_same_files_stage_alike(tmp_path):
+    """Every staged hand-in is written by one function: a student's folder staged for a build
+    and an archive's accepted files staged for a grade or a check give the same folder
+    (names, bytes, modes the sandbox's user can read), and nothing else of the hand-in."""
+    from cudalab import build
+    config = repo_config(tmp_path)
+    spec = labs.load_lab(config, "vector_add")
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "vector_add.cu").write_bytes(good_source())
+    (folder / "notes.txt").write_text("not part of the lab")
+    archive = tar_with(tmp_path / "mine.tar.gz", [("vector_add.cu", good_source()), ("notes.txt", b"x")])
+    build.stage_submission(spec, folder, tmp_path / "from-folder")
+    written = handin.read_hand_in(archive, spec, config).write_accepted(spec, tmp_path / "from-archive")
+    assert written == ["vector_add.cu"]
+    assert _staged(tmp_path / "from-folder") == _staged(tmp_path / "from-archive") == {
+        "vector_add.cu": (good_source(), 0o644)}
+    assert (tmp_path / "from-folder").stat().st_mode & 0o777 == 0o755
+    assert (tmp_path / "from-archive").stat().st_mode & 0o777 == 0o755
+    (folder / "link.cu").symlink_to(folder / "vector_add.cu")
+    with pytest.raises(SubmissionError, match="symbolic link"):
+        handin.read_plain_file(folder / "link.cu", spec.max_file_bytes)
+
 
 def _graded_in_batch(tmp_path, archive: Path) -> dict:
     """The result a batch gives `archive` as a vector_add hand-in (no build is reached)."""

@@ -1,6 +1,7 @@
 """The grader's modules form one-way layers: the CLI dispatcher loads commands, a command
 (`cudalab/commands/<verb>.py`: its arguments, `main()` and printing) calls the engine, and
-the engine (every other module) never reaches back up. Nothing imports in a circle, not
+the engine (every other module, most of them in subpackages named for what they do:
+`cudalab/grading/`, `cudalab/intake/`, ...) never reaches back up. Nothing imports in a circle, not
 even through an import written inside a function: such an import only postpones the
 cycle to the first call, where it breaks in whichever order the modules happen to load.
 
@@ -27,6 +28,7 @@ DISPATCHERS = {f"{PACKAGE}.cli", f"{PACKAGE}.__main__"}
 class Module:
     name: str
     path: Path
+    file: str                              # its path inside the package, as messages show it
     is_command: bool                       # defines a verb: top-level add_arguments() and main()
     imports: dict[str, int] = field(default_factory=dict)   # imported module -> first line
     function_level: list[tuple[str, int]] = field(default_factory=list)  # (module, line)
@@ -82,7 +84,7 @@ def read_package(package_dir: Path = PACKAGE_DIR) -> dict[str, Module]:
     modules: dict[str, Module] = {}
     for name, path in names.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        module = Module(name, path, _defines_verb(tree))
+        module = Module(name, path, path.relative_to(package_dir).as_posix(), _defines_verb(tree))
         inner = _inside_function(tree)
         for node in ast.walk(tree):
             if not isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -109,7 +111,7 @@ def read_package(package_dir: Path = PACKAGE_DIR) -> dict[str, Module]:
 
 
 def _where(module: Module, target: str) -> str:
-    return f"{module.path.name}:{module.imports[target]}"
+    return f"{module.file}:{module.imports[target]}"
 
 
 def command_to_command(modules: dict[str, Module]) -> list[str]:
@@ -204,15 +206,23 @@ def cycles(modules: dict[str, Module]) -> list[str]:
     return found
 
 
-def longest_chain(modules: dict[str, Module]) -> int:
-    """Modules on the longest import chain, a tangle counted as one step."""
+def longest_chain_path(modules: dict[str, Module]) -> list[str]:
+    """One longest import chain, importer first, a tangle counted as one step (shown by
+    its first member)."""
     components = _strongly_connected(modules)   # in reverse topological order
     owner = {member: i for i, component in enumerate(components) for member in component}
-    depth: dict[int, int] = {}
+    chain: dict[int, list[int]] = {}
     for i, component in enumerate(components):
-        below = {owner[t] for member in component for t in modules[member].imports} - {i}
-        depth[i] = 1 + max((depth[j] for j in below), default=0)
-    return max(depth.values(), default=0)
+        below = sorted({owner[t] for member in component for t in modules[member].imports} - {i})
+        deepest = max((chain[j] for j in below), key=len, default=[])
+        chain[i] = [i, *deepest]
+    longest = max(chain.values(), key=len, default=[])
+    return [components[i][0] for i in longest]
+
+
+def longest_chain(modules: dict[str, Module]) -> int:
+    """Modules on the longest import chain, a tangle counted as one step."""
+    return len(longest_chain_path(modules))
 
 
 def figures(modules: dict[str, Module]) -> dict[str, object]:
@@ -224,6 +234,7 @@ def figures(modules: dict[str, Module]) -> dict[str, object]:
         "modules per folder": per_folder,
         "commands": sum(module.is_command for module in modules.values()),
         "longest import chain": longest_chain(modules),
+        "  that chain": " -> ".join(name.removeprefix(f"{PACKAGE}.") for name in longest_chain_path(modules)),
         "cycles (tangles)": len(cycles(modules)),
         "function-level imports of the package": sum(len(m.function_level) for m in modules.values()),
         "command -> command edges": len(command_to_command(modules)),
@@ -277,7 +288,7 @@ def test_no_import_cycle_even_through_function_level_imports():
     assert all(target in modules[name].imports for name, target in hidden)
     # ... and every indented `from .` line that a plain grep finds is one the reader read.
     indented = re.compile(r"^\s+from \.")
-    unread = [f"{m.path.name}:{number}" for m in modules.values()
+    unread = [f"{m.file}:{number}" for m in modules.values()
               for number, line in enumerate(m.path.read_text(encoding="utf-8").splitlines(), 1)
               if indented.match(line) and number not in m.relative_lines]
     assert not unread, f"imports the layering reader missed: {unread}"
@@ -285,6 +296,31 @@ def test_no_import_cycle_even_through_function_level_imports():
     assert not found, ("Modules import each other in a circle (an import inside a function only "
                        "postpones it to the first call); move the shared piece down to the module "
                        "it belongs to:\n  " + "\n  ".join(found))
+
+
+def test_each_subpackage_says_what_it_holds_and_re_exports_nothing():
+    """A subpackage of the engine is a folder named for what it does: its __init__.py says
+    so in a short docstring and holds nothing else, so that every name is imported from the
+    module that defines it (and a subpackage never hides a cycle behind its __init__)."""
+    bad = []
+    for init in sorted(PACKAGE_DIR.glob("*/__init__.py")):
+        if init.parent.name in ("commands", "templates", "schemas"):   # the verbs; package data
+            continue
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        doc = ast.get_docstring(tree)
+        if not doc or not 1 <= len(doc.strip().splitlines()) <= 2:
+            bad.append(f"{init.parent.name}/__init__.py needs a docstring of one or two lines")
+        if len(tree.body) != (1 if doc else 0):
+            bad.append(f"{init.parent.name}/__init__.py holds more than its docstring")
+    assert not bad, "\n  ".join(["Subpackages of cudalab:", *bad])
+
+
+def test_no_subpackage_shares_a_name_with_a_module():
+    """`cudalab.NAME` must name one thing: a module or a folder; with both,
+    one of them is unreachable and tools/move_modules.py could not be run again."""
+    folders = {p.parent.name for p in PACKAGE_DIR.glob("*/__init__.py")}
+    modules = {p.stem for p in PACKAGE_DIR.glob("*.py")}
+    assert not folders & modules, f"named both as a module and a subpackage: {sorted(folders & modules)}"
 
 
 def test_the_reader_sees_function_level_imports_and_cycles(tmp_path):
@@ -301,19 +337,26 @@ def test_the_reader_sees_function_level_imports_and_cycles(tmp_path):
     (package / "commands" / "two.py").write_text(
         "from .. import engine\ndef add_arguments(p): pass\ndef main(a, c): return 0\n")
     (package / "commands" / "three.py").write_text("def f():\n    from .engine import f\n")
+    (package / "grading").mkdir()
+    (package / "grading" / "__init__.py").write_text('"""Grades."""\n')
+    (package / "grading" / "score.py").write_text("from ..helper import g\n")
+    (package / "commands" / "four.py").write_text(
+        "from ..grading import score\ndef add_arguments(p): pass\ndef main(a, c): return 0\n")
     modules = read_package(package)
     assert modules["cudalab.commands.three"].unresolved == [(".engine", 2)]
     assert modules["cudalab.engine"].function_level == [("cudalab.helper", 2)]
     assert [c.split(" ")[0] for c in cycles(modules)] == ["cudalab.engine"]
     assert "cudalab.engine (engine.py:2) -> cudalab.helper (helper.py:1) -> cudalab.engine" in cycles(modules)[0]
-    assert command_to_command(modules) == ["cudalab.commands.one -> cudalab.commands.two (one.py:1)"]
-    assert engine_to_command(modules) == []
+    assert command_to_command(modules) == ["cudalab.commands.one -> cudalab.commands.two (commands/one.py:1)"]
+    assert engine_to_command(modules) == []   # a command may import a subpackage's module
+    assert "cudalab.grading.score" in modules["cudalab.commands.four"].imports
     assert longest_chain(modules) == 4   # one -> two -> {engine, helper} -> the package itself
+    assert longest_chain_path(modules)[0] in ("cudalab.commands.one", "cudalab.commands.four")
 
 
 if __name__ == "__main__":
     tree = read_package(Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else PACKAGE_DIR)
-    for key, value in figures(tree).items():
+    for key, value in figures(tree).items():  # figures of the package at that path
         print(f"{key}: {value}")
     for title, lines in (("command -> command", command_to_command(tree)),
                          ("engine -> command", engine_to_command(tree)), ("cycles", cycles(tree))):

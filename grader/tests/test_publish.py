@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
+import cudalab
 from cudalab import publish, report
 from cudalab.labspec import Question
 from cudalab.record import GradeResult
 from grade_results import OUTCOMES, assert_matches_golden, class_entries, entry_for
 
-SCHEMA = Path(publish.__file__).parent / "schemas" / "gradescope_results.schema.json"
+SCHEMA = Path(cudalab.__file__).parent / "schemas" / "gradescope_results.schema.json"
 BATCH = {"started_at": "2025-01-01T00:00:00+00:00", "finished_at": None, "gpu": "NVIDIA H100 80GB HBM3",
          "complete": False, "counts": {}}
 PLOT = re.compile(r"data:image/svg\+xml;base64,[A-Za-z0-9+/=]+")

@@ -131,7 +131,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bench", action="store_true", help="time the bench cases")
     parser.add_argument("--case", action="append", default=[], metavar="NAME",
                         help="run only this case (with --bench: this bench case); repeatable")
-    parser.add_argument("--seed", type=labs.seed_argument, default=1, help="input seed (default 1)")
+    parser.add_argument("--seed", type=labs.seed_argument, default=labs.STUDENT_RUN_SEED,
+                        help=f"input seed (default {labs.STUDENT_RUN_SEED})")
     parser.add_argument("--block", type=block_argument, metavar="WxH",
                         help="launch with this thread-block shape, e.g. 32x8 (labs whose functions take one, "
                              "such as sobel): W*H a multiple of 32, at most 1024")
