@@ -194,14 +194,14 @@ function(cudalab_add_lab lab)
   endif()
   execute_process(
     COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${CUDALAB_ROOT}/grader"
-            "${Python3_EXECUTABLE}" -m cudalab.labspec emit-header "${dir}/lab.toml" "${gen_dir}/lab_spec.hpp"
+            "${Python3_EXECUTABLE}" -m cudalab.lab.labspec emit-header "${dir}/lab.toml" "${gen_dir}/lab_spec.hpp"
     RESULT_VARIABLE status ERROR_VARIABLE errors)
   if(NOT status EQUAL 0)
     message(FATAL_ERROR "labs/${lab}/lab.toml: ${errors}")
   endif()
   execute_process(
     COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${CUDALAB_ROOT}/grader"
-            "${Python3_EXECUTABLE}" -m cudalab.labspec api-header "${dir}/lab.toml"
+            "${Python3_EXECUTABLE}" -m cudalab.lab.labspec api-header "${dir}/lab.toml"
     RESULT_VARIABLE status OUTPUT_VARIABLE api_header ERROR_VARIABLE errors OUTPUT_STRIP_TRAILING_WHITESPACE)
   if(NOT status EQUAL 0)
     message(FATAL_ERROR "labs/${lab}/lab.toml: ${errors}")
@@ -209,14 +209,14 @@ function(cudalab_add_lab lab)
   # The dataset images the cases name, embedded (labkit/datasets.hpp); empty for most labs.
   execute_process(
     COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${CUDALAB_ROOT}/grader"
-            "${Python3_EXECUTABLE}" -m cudalab.labspec emit-datasets "${dir}/lab.toml" "${gen_dir}/datasets.cpp"
+            "${Python3_EXECUTABLE}" -m cudalab.lab.labspec emit-datasets "${dir}/lab.toml" "${gen_dir}/datasets.cpp"
             "${CUDALAB_ROOT}/datasets"
     RESULT_VARIABLE status OUTPUT_VARIABLE dataset_files ERROR_VARIABLE errors OUTPUT_STRIP_TRAILING_WHITESPACE)
   if(NOT status EQUAL 0)
     message(FATAL_ERROR "labs/${lab}/lab.toml: ${errors}")
   endif()
   set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
-               "${dir}/lab.toml" "${CUDALAB_ROOT}/grader/cudalab/labspec.py" ${dataset_files})
+               "${dir}/lab.toml" "${CUDALAB_ROOT}/grader/cudalab/lab/labspec.py" ${dataset_files})
 
   add_library(${lab}_problem STATIC "${dir}/problem.cpp" "${gen_dir}/datasets.cpp")
   target_include_directories(${lab}_problem PUBLIC "$<BUILD_INTERFACE:${dir}>" "$<BUILD_INTERFACE:${gen_dir}>")
@@ -266,16 +266,16 @@ function(cudalab_add_lab lab)
   add_custom_command(
     OUTPUT "${sdk_dir}/sdk.cmake"
     COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${CUDALAB_ROOT}/grader"
-            "${Python3_EXECUTABLE}" -m cudalab.sdk assemble --lab ${lab} --out "${sdk_dir}"
+            "${Python3_EXECUTABLE}" -m cudalab.building.sdk assemble --lab ${lab} --out "${sdk_dir}"
             --architectures "${archs}" --build-type "${CMAKE_BUILD_TYPE}"
             --api-header "${dir}/${api_header}" --headers ${labkit_headers} --objects ${objects}
             --root "${CUDALAB_ROOT}" --cmake "${CMAKE_COMMAND}" --ninja "${CMAKE_MAKE_PROGRAM}"
             --source-name "${lab}.cu"
-    DEPENDS ${objects} ${labkit_headers} "${dir}/${api_header}" "${CUDALAB_ROOT}/grader/cudalab/sdk.py"
-            "${CUDALAB_ROOT}/grader/cudalab/symbols.py" "${CUDALAB_ROOT}/cmake/submission/CMakeLists.txt"
+    DEPENDS ${objects} ${labkit_headers} "${dir}/${api_header}" "${CUDALAB_ROOT}/grader/cudalab/building/sdk.py"
+            "${CUDALAB_ROOT}/grader/cudalab/intake/symbols.py" "${CUDALAB_ROOT}/cmake/submission/CMakeLists.txt"
             "${CUDALAB_ROOT}/cmake/CudalabLab.cmake"
     COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${CUDALAB_ROOT}/grader"
-            "${Python3_EXECUTABLE}" -m cudalab.sdk manifest --out "${CMAKE_BINARY_DIR}/manifests/${lab}_sdk.json"
+            "${Python3_EXECUTABLE}" -m cudalab.building.sdk manifest --out "${CMAKE_BINARY_DIR}/manifests/${lab}_sdk.json"
             --root "${CMAKE_BINARY_DIR}" --files "${sdk_dir}/sdk.cmake"
     COMMAND_EXPAND_LISTS VERBATIM
     COMMENT "Assembling the ${lab} SDK (headers, official objects, symbol index, submission commands)")
@@ -311,7 +311,7 @@ function(cudalab_add_lab lab)
     set_property(GLOBAL APPEND PROPERTY CUDALAB_OFFICIAL_TARGETS ${target})
     add_custom_command(TARGET ${target} POST_BUILD
       COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${CUDALAB_ROOT}/grader"
-              "${Python3_EXECUTABLE}" -m cudalab.sdk manifest --out "${CMAKE_BINARY_DIR}/manifests/${target}.json"
+              "${Python3_EXECUTABLE}" -m cudalab.building.sdk manifest --out "${CMAKE_BINARY_DIR}/manifests/${target}.json"
               --root "${CMAKE_BINARY_DIR}" --files "$<TARGET_FILE:${target}>"
       VERBATIM)
   endforeach()
@@ -355,8 +355,8 @@ function(cudalab_write_manifest)
   add_custom_command(
     OUTPUT "${manifest}"
     COMMAND "${CMAKE_COMMAND}" -E env "PYTHONPATH=${CUDALAB_ROOT}/grader"
-            "${Python3_EXECUTABLE}" -m cudalab.sdk manifest --out "${manifest}" --root "${CMAKE_BINARY_DIR}" --files ${files}
-    DEPENDS ${targets} ${files} "${CUDALAB_ROOT}/grader/cudalab/sdk.py"
+            "${Python3_EXECUTABLE}" -m cudalab.building.sdk manifest --out "${manifest}" --root "${CMAKE_BINARY_DIR}" --files ${files}
+    DEPENDS ${targets} ${files} "${CUDALAB_ROOT}/grader/cudalab/building/sdk.py"
     COMMAND_EXPAND_LISTS VERBATIM
     COMMENT "Recording the hashes of the official binaries")
   add_custom_target(cudalab_manifest ALL DEPENDS "${manifest}")

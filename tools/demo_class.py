@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "grader"))
 sys.path.insert(0, str(ROOT / "grader" / "tests"))
 
 import suite  # noqa: E402  (the hostile suite: its entries and what each deserves)
-from cudalab import labs  # noqa: E402
+from cudalab.lab import labs  # noqa: E402
 from cudalab.config import Config  # noqa: E402
 
 HANGS = {"infinite_loop"}

@@ -25,7 +25,7 @@ step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
 
 step "device"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv | tee "$out/device.txt"
-python3 -c 'from cudalab.config import Config; from cudalab.sandbox import Sandbox
+python3 -c 'from cudalab.config import Config; from cudalab.isolation.sandbox import Sandbox
 print(Sandbox.detect(Config.load()).isolation.describe())' | tee "$out/isolation.txt"
 
 step "configure + build (preset gpu)"
@@ -54,7 +54,7 @@ for lab in $labs; do
   if [ -n "${GPU_CHECK_HANDIN-1}" ]; then
     step "check $lab: the solution handed in alone (full check, build and compute-sanitizer included)"
     handin="$out/handin_$lab" && mkdir -p "$handin"
-    python3 -c 'import sys, shutil; from cudalab import labs; from cudalab.config import Config
+    python3 -c 'import sys, shutil; from cudalab.lab import labs; from cudalab.config import Config
 spec = labs.load_lab(Config.load(), sys.argv[1])
 [shutil.copy(f"solutions/{spec.name}/{f}", sys.argv[2]) for f in spec.files]' "$lab" "$handin"
     /usr/bin/time -f "%e" -o "$out/check_${lab}.time" python3 -m cudalab check "$handin" --lab "$lab" \

@@ -12,7 +12,8 @@ import re
 import sys
 import traceback
 
-from . import __version__, bundle, console
+from . import __version__, console
+from .building import bundle
 from .config import Config
 from .errors import CompileError, CudalabError
 from .exit_codes import Cli

@@ -24,7 +24,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cudalab import build, cli, grade, slurm  # noqa: E402
+from cudalab.building import build
+from cudalab import cli
+from cudalab.grading import grade
+from cudalab.batching import slurm  # noqa: E402
 from conftest import write_fake  # noqa: E402
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import sdk, trees
+from cudalab.building import sdk
+from cudalab.isolation import trees
 from cudalab.record import GradeResult, RecordError
 from cudalab.config import Config, cuda_device_present
 

@@ -1,5 +1,5 @@
 """A stand-in for `cmake` that follows just enough of the real one's command line to test
-how cudalab.build configures and builds the official tree, without compiling anything.
+how cudalab.building.build configures and builds the official tree, without compiling anything.
 Every call is appended to $FAKE_CMAKE_LOG. (Submission builds run the real toolchain in the
 sandbox: test_build.py's needs_build tests.)"""
 import json

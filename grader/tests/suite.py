@@ -33,11 +33,13 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS.parent))  # the cudalab package, when run as a script
 
-from cudalab import build, cpus, grade  # noqa: E402
+from cudalab.building import build
+from cudalab.isolation import cpus
+from cudalab.grading import grade  # noqa: E402
 from cudalab.config import Config  # noqa: E402
 from cudalab.errors import CudalabError  # noqa: E402
-from cudalab.labs import load_lab  # noqa: E402
-from cudalab.sdk import Manifest, ManifestError  # noqa: E402
+from cudalab.lab.labs import load_lab  # noqa: E402
+from cudalab.building.sdk import Manifest, ManifestError  # noqa: E402
 
 SUITE = TESTS / "submissions"
 CORRECTNESS = {"none": lambda passed, total: passed == 0,

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import gpu, labs
-from cudalab.audit import AuditServer, ProgramPipes, read_ready
+from cudalab.isolation import gpu
+from cudalab.lab import labs
+from cudalab.grading.audit import AuditServer, ProgramPipes, read_ready
 from cudalab.errors import GraderError
-from cudalab.runner import Runner
-from cudalab.timing import Pace, send_line
+from cudalab.isolation.runner import Runner
+from cudalab.grading.timing import Pace, send_line
 from conftest import seal, write_fake
 
 

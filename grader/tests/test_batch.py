@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import batch, labs, publish
+from cudalab.batching import batch
+from cudalab.lab import labs
+from cudalab.outputs import publish
 from cudalab.errors import UsageError
 
 DRIVER = Path(__file__).resolve().parent / "batch_driver.py"
@@ -234,7 +236,7 @@ def test_student_ids_are_data_never_paths(toy_config, tmp_path):
     folder.mkdir()
     write_handin(folder, "x", "zip", {"sample_ms": 1.0}, name="..zip")
     write_handin(folder, "x", "tar.gz", {"sample_ms": 1.0}, name="toy-a b;rm -rf.tar.gz")
-    from cudalab import labs
+    from cudalab.lab import labs
     jobs, skipped = batch.discover(toy_config, labs.load_lab(toy_config, "toy"), folder)
     assert [job.student for job in jobs] == ["a b;rm -rf"]  # '..zip' is hidden (a dot file): not a hand-in
     assert "/" not in jobs[0].key and " " not in jobs[0].key and ";" not in jobs[0].key

@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import build, cli, grade, labs
+from cudalab.building import build
+from cudalab import cli
+from cudalab.grading import grade
+from cudalab.lab import labs
 from cudalab.config import MIB
 from cudalab.errors import CompileError, ForbiddenError, GraderError, SubmissionError
 from test_object_analysis import (DEFINES_READ, GLOBAL_PADDING, HIDDEN_CUB_REDUCE, HIDDEN_CUBLAS_MATMUL, LOCAL_PADDING,
@@ -191,7 +194,7 @@ def test_a_build_with_nothing_to_do_says_nothing_and_one_with_work_says_what_fir
 
 
 def test_a_trusted_process_tells_its_output_line_by_line():
-    from cudalab.sandbox import run_process
+    from cudalab.isolation.sandbox import run_process
     lines = []
     result = run_process(["/bin/sh", "-c", "printf '[1/2] a\\n[2/2] b\\nno newline'"], timeout_s=30,
                          output_cap_bytes=1 << 16, on_stdout_line=lines.append)
@@ -455,7 +458,7 @@ def test_a_header_reached_through_a_macro_built_include_is_refused_by_the_compil
 def test_cusparse_on_no_forbidden_list_is_invisible_to_the_compile(tmp_path):
     """Proves: a library no lab names (cuSPARSE) is refused all the same, its header reached
     through a macro-built name."""
-    from cudalab import libraries
+    from cudalab.isolation import libraries
     config = real_config(tmp_path)
     if not any(f.library == "cusparse" and f.kind == "header" for f in libraries.machine_libraries(config)):
         pytest.skip("this machine has no cuSPARSE header to hide")
@@ -499,7 +502,7 @@ def test_the_library_baselines_loaders_are_not_in_a_submissions_link(tmp_path):
     assert "labkit::CublasLoader" not in symbols_of(labs.official_binary(config, "transpose", "starter"))
 
 
-# --- the compiled object is read whole (cudalab/object_analysis.py) ------------------------------------
+# --- the compiled object is read whole (cudalab/intake/object_analysis.py) ------------------------------------
 
 def hand_in_file(tmp_path, name: str, file_name: str, source: str) -> Path:
     folder = tmp_path / name

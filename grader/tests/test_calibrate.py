@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import build, calibration, cli, labspec
-from cudalab.calibration import Calibration, CalibrationError
+from cudalab.building import build
+from cudalab.grading import calibration
+from cudalab import cli
+from cudalab.lab import labspec
+from cudalab.grading.calibration import Calibration, CalibrationError
 from cudalab.exit_codes import Cli
 from conftest import REPO_ROOT, seal, write_fake
 from test_run import fake_builds
@@ -76,7 +79,7 @@ def test_calibrate_records_the_reference_with_its_provenance(toy_env, capsys):
 
 
 def calibration_spec(env):
-    from cudalab import labs
+    from cudalab.lab import labs
     return labs.load_lab(env, "toy")
 
 

@@ -18,7 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import check, cli, handin, handin_checks, labs, sanitizer
+from cudalab.intake import check, handin, handin_checks
+from cudalab import cli
+from cudalab.lab import labs
+from cudalab.grading import sanitizer
 from cudalab.config import Config
 from cudalab.errors import UsageError
 from cudalab.exit_codes import Cli, Harness

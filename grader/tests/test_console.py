@@ -9,7 +9,9 @@ import types
 
 import pytest
 
-from cudalab import cli, console, progress, report
+from cudalab import cli, console
+from cudalab.batching import progress
+from cudalab.outputs import report
 from cudalab.errors import CompileError
 from cudalab.record import GradeResult
 from grade_results import OUTCOMES

@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from cudalab import cpus, labs
-from cudalab.runner import Runner
+from cudalab.isolation import cpus
+from cudalab.lab import labs
+from cudalab.isolation.runner import Runner
 
 ALL = sorted(os.sched_getaffinity(0))
 needs_two = pytest.mark.skipif(len(ALL) < 2, reason="needs a machine with 2 CPUs or more")

@@ -11,7 +11,7 @@ import tomllib
 
 import pytest
 
-from cudalab import images
+from cudalab.lab import images
 from conftest import REPO_ROOT
 
 DATASETS = REPO_ROOT / "datasets"

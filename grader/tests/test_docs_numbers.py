@@ -17,7 +17,11 @@ from unittest import mock
 
 import pytest
 
-from cudalab import bundle, calibration, cli, export, handout, labs, labspec
+from cudalab.building import bundle
+from cudalab.grading import calibration
+from cudalab import cli
+from cudalab.outputs import export, handout
+from cudalab.lab import labs, labspec
 from cudalab.config import GIB, KIB, MIB, Config
 from cudalab.exit_codes import Cli, Harness
 from cudalab.status import Status
@@ -137,7 +141,7 @@ def test_the_readmes_requirements_name_every_python_dependency():
 
 
 def test_the_readme_names_the_bundles_verbs_as_the_bundle_offers_them():
-    from cudalab import bundle
+    from cudalab.building import bundle
     said = re.search(r"offers the student verbs only \(([^)]*)\)", prose("README.md"))
     assert said, "README.md no longer says which verbs a student bundle offers"
     assert re.findall(r"`(\w+)`", said[1]) == list(bundle.STUDENT_VERBS)
@@ -428,7 +432,9 @@ def cpp_constant(header: str, name: str) -> float:
 
 def constants_in_prose():
     """(document, what it says in the words around the numbers, the numbers the code defines)."""
-    from cudalab import object_analysis, runner, timing
+    from cudalab.intake import object_analysis
+    from cudalab.isolation import runner
+    from cudalab.grading import timing
     limits = object_analysis.DEFAULT_LIMITS
     return [
         ("docs/architecture.md", r"Objects far beyond anything a lab compiles to \((\d+) MiB, (\d[\d ]*) symbols, "
@@ -481,7 +487,7 @@ FILE_SUFFIXES = ("py", "json", "md", "html", "j2", "toml", "csv", "txt", "cmake"
 
 
 def test_every_file_and_test_the_docs_name_exists():
-    """`grader/cudalab/sandbox.py`, `labkit/audit.hpp`, `tests/test_layering.py`,
+    """`grader/cudalab/isolation/sandbox.py`, `labkit/audit.hpp`, `tests/test_layering.py`,
     `grader/tests/test_extending.py::test_...`: each is there (a template path with `<lab>`
     in it is a pattern, not a file)."""
     missing = []
@@ -525,7 +531,7 @@ def test_every_name_of_the_grader_the_docs_give_exists():
 def required_versions() -> dict[str, str]:
     """What the build and the grader require, from where each is enforced."""
     import tomllib
-    from cudalab import doctor
+    from cudalab.isolation import doctor
     cmake = re.search(r"cmake_minimum_required\(VERSION ([\d.]+)\)", (REPO_ROOT / "CMakeLists.txt").read_text())[1]
     python = tomllib.loads((REPO_ROOT / "grader/pyproject.toml").read_text())["project"]["requires-python"]
     cxx = re.search(r"CXX_STANDARD (\d+)", (REPO_ROOT / "cmake/CudalabLab.cmake").read_text())[1]

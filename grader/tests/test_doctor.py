@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import cli, doctor
+from cudalab import cli
+from cudalab.isolation import doctor
 from cudalab.commands import doctor as commands_doctor
 from cudalab.config import Config
-from cudalab.doctor import Finding
+from cudalab.isolation.doctor import Finding
 from cudalab.exit_codes import Cli
 from conftest import REPO_ROOT
 

@@ -17,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import build, bundle, cli, export, labs
+from cudalab.building import build, bundle
+from cudalab import cli
+from cudalab.outputs import export
+from cudalab.lab import labs
 from cudalab.commands import handout as handout_command
 from cudalab.config import Config, cuda_device_present
 from cudalab.errors import UsageError

@@ -12,14 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import batch, build, cli, executors, grade, handin_checks, labs, publish, remote
+from cudalab.batching import batch, executors, remote
+from cudalab.building import build
+from cudalab import cli
+from cudalab.grading import grade
+from cudalab.intake import handin_checks
+from cudalab.lab import labs
+from cudalab.outputs import publish
 from cudalab.config import Config
 from cudalab.errors import CompileError, CudalabError
-from cudalab.executor import Executor
+from cudalab.batching.executor import Executor
 from cudalab.exit_codes import Cli
-from cudalab.handin import Finding
-from cudalab.runner import scratch_dir
-from cudalab.trees import remove_tree
+from cudalab.intake.handin import Finding
+from cudalab.isolation.runner import scratch_dir
+from cudalab.isolation.trees import remove_tree
 from conftest import REPO_ROOT
 from test_batch import outcome, records, run_batch, write_handin
 

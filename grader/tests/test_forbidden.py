@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from cudalab import forbidden, labspec
-from cudalab.object_analysis import analyse_object
+from cudalab.intake import forbidden
+from cudalab.lab import labspec
+from cudalab.intake.object_analysis import analyse_object
 from conftest import REPO_ROOT
 
 

@@ -9,9 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import build, cli, grade, labs, report, sandbox
+from cudalab.building import build
+from cudalab import cli
+from cudalab.grading import grade
+from cudalab.lab import labs
+from cudalab.outputs import report
+from cudalab.isolation import sandbox
 from cudalab.record import GradeResult
-from cudalab.runner import Runner
+from cudalab.isolation.runner import Runner
 from conftest import seal, write_fake
 
 
@@ -152,8 +157,8 @@ def test_a_program_that_breaks_the_timing_protocol_fails_not_the_grader(toy_conf
 
 def test_a_time_below_the_physical_floor_is_a_flagged_violation(toy_config, toy_root, toy_submission,
                                                                fake_submission):
-    # An auditor that measures this GPU's floor at 50 ms: no program can take 1 ms.
-    write_fake(toy_root / "build" / "ci" / "bin" / "toy_solution", name="toy_solution", sample_ms=2.0,
+    # An auditor that measures this GPU's floor at 50 ms (the reference takes 60): no program can take 1 ms.
+    write_fake(toy_root / "build" / "ci" / "bin" / "toy_solution", name="toy_solution", sample_ms=60.0,
                floor_ms=50.0)
     seal(toy_root)
     fake_submission(sample_ms=1.0)
@@ -162,6 +167,43 @@ def test_a_time_below_the_physical_floor_is_a_flagged_violation(toy_config, toy_
     assert perf["status"] == "zero" and perf["flagged"] is True and result["score"]["performance"] == 0
     assert perf["clock"]["below_floor"] and perf["clock"]["floor_ms"] == 50.0
     assert "below what this GPU can do at all" in perf["message"]
+
+
+def test_a_reference_timed_below_the_floor_in_every_round_is_the_graders_error(toy_config, toy_root,
+                                                                                  toy_submission, fake_submission):
+    """The course's reference measured faster than the GPU can go is the clock measuring noise
+    (a busy host): never a ratio to score, stop on, or zero a student with. Each such round is
+    timed again; a clock that never measures it is a grader error, graded again by the next run."""
+    write_fake(toy_root / "build" / "ci" / "bin" / "toy_solution", name="toy_solution", sample_ms=2.0,
+               floor_ms=50.0)
+    seal(toy_root)
+    fake_submission(sample_ms=30.0)  # past the early-stop ratio, were the reference's time believed
+    result = grade_toy(toy_config, toy_submission)
+    assert result["status"] == "error", result["message"]
+    assert "could not time the reference" in result["message"] and "not the submission's fault" in result["message"]
+
+
+def test_a_round_whose_reference_time_is_implausible_is_timed_again(toy_config, toy_submission, fake_submission,
+                                                                   monkeypatch):
+    from cudalab.grading import timing
+    fake_submission(sample_ms=2.0)
+    verdicts = iter([False])  # the first round's reference time is noise; the rest are as measured
+    real = timing.reference_is_plausible
+    monkeypatch.setattr(grade, "reference_is_plausible",
+                        lambda ms, floor: next(verdicts, True) and real(ms, floor))
+    result = grade_toy(toy_config, toy_submission)
+    perf = result["performance"]
+    assert result["status"] == "graded" and perf["status"] == "scored", perf
+    assert len(perf["voided_rounds"]) == 1 and len(perf["rounds"]) == toy_config.timing_rounds
+
+
+def test_an_implausible_reference_time_never_ends_a_session_early():
+    from cudalab.grading.timing import PacedRun, SessionRun, TooSlow
+    run = SessionRun(reference=PacedRun(), student=PacedRun())
+    run.reference.wall_ms, run.reference.blank_ms = [1.05] * 30, [1.0] * 30   # 0.05 ms a call: noise
+    run.student.wall_ms = [1.5] * 30                                          # 0.5 ms a call
+    assert TooSlow(limit=3.75, floor_ms=0.0)(run)          # believed: ten times the reference
+    assert not TooSlow(limit=3.75, floor_ms=0.2)(run)      # below 0.85 of a 0.2 ms floor: not believed
 
 
 def test_much_slower_code_stops_timing_early(toy_config, toy_submission, fake_submission):
@@ -433,7 +475,7 @@ def _kept_checks_after_the_auditor_ended(monkeypatch, verdict: str | None = None
     """Holds every kept sample's check until the grade's auditor has ended (its last round is
     over), then judges it (or gives `verdict` instead); returns the dumps the checker got."""
     import threading
-    from cudalab import audit
+    from cudalab.grading import audit
     ended = threading.Event()
     judged: list[Path] = []
     real_close, real_check = audit.AuditServer.close, Runner.check
@@ -521,7 +563,7 @@ def test_a_pending_grade_ships_as_json_and_comes_back_the_same(toy_config, tmp_p
 def test_one_grade_reads_lab_toml_once(toy_config, toy_submission, fake_submission, monkeypatch):
     """A grade reads its lab.toml once and hands the spec on: two reads could disagree when
     the file changes mid-grade, and each costs a parse and a validation."""
-    from cudalab import labspec
+    from cudalab.lab import labspec
     fake_submission(sample_ms=1.0)
     reads = []
     real_load = labspec.load
@@ -536,7 +578,7 @@ def test_grades_and_checks_draw_their_seed_from_one_policy(toy_config, toy_submi
     """Where no --seed is given, a grade and a hand-in check take the seed labs.choose_seed
     draws (in secret, 0 to MAX_SEED); a student's run repeats STUDENT_RUN_SEED."""
     import types
-    from cudalab import check
+    from cudalab.intake import check
     fake_submission(sample_ms=1.0)
     monkeypatch.setattr(labs, "secrets", types.SimpleNamespace(randbits=lambda bits: 2 ** bits - 7))
     result = grade.grade(toy_config, "toy", toy_submission)

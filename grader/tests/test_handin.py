@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import batch, handin, labs
+from cudalab.batching import batch
+from cudalab.intake import handin
+from cudalab.lab import labs
 from cudalab.errors import SubmissionError
 from test_check import good_source, intake, intake_messages, repo_config, special, tar_with
 
@@ -140,7 +142,7 @@ def test_a_folder_and_an_archive_of_the_same_files_stage_alike(tmp_path):
     """Every staged hand-in is written by one function: a student's folder staged for a build
     and an archive's accepted files staged for a grade or a check give the same folder
     (names, bytes, modes the sandbox's user can read), and nothing else of the hand-in."""
-    from cudalab import build
+    from cudalab.building import build
     config = repo_config(tmp_path)
     spec = labs.load_lab(config, "vector_add")
     folder = tmp_path / "mine"
@@ -162,7 +164,7 @@ def test_a_folder_and_an_archive_of_the_same_files_stage_alike(tmp_path):
 
 def _graded_in_batch(tmp_path, archive: Path) -> dict:
     """The result a batch gives `archive` as a vector_add hand-in (no build is reached)."""
-    from cudalab import grade
+    from cudalab.grading import grade
     config = repo_config(tmp_path)
     spec = labs.load_lab(config, "vector_add")
     job = batch.Job(key="s1", student="s1", handin=archive, sha256="0" * 64, id_from="name")

@@ -8,10 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import calibration, cli, handout, labs, labspec
-from cudalab.calibration import Calibration
+from cudalab.grading import calibration
+from cudalab import cli
+from cudalab.outputs import handout
+from cudalab.lab import labs, labspec
+from cudalab.grading.calibration import Calibration
 from cudalab.exit_codes import Cli
-from cudalab.labs import available_labs
+from cudalab.lab.labs import available_labs
 from conftest import TOY_LAB_TOML
 from test_calibrate import H100, H200, entry
 

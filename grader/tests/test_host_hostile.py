@@ -22,11 +22,13 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, write_fake
-from cudalab import build, grade, remote
+from cudalab.building import build
+from cudalab.grading import grade
+from cudalab.batching import remote
 from cudalab.config import Config
 from cudalab.errors import GraderError
-from cudalab.runner import fresh_dir
-from cudalab.sandbox import INSIDE_ROOT, Bind, Sandbox, _chown_tree, run_limits, scratch_root
+from cudalab.isolation.runner import fresh_dir
+from cudalab.isolation.sandbox import INSIDE_ROOT, Bind, Sandbox, _chown_tree, run_limits, scratch_root
 
 OTHER_UID = 65534
 SETPRIV = shutil.which("setpriv")

@@ -1,4 +1,4 @@
-"""cudalab.images: reading the checker's PGM files, PNG through Pillow, the difference
+"""cudalab.lab.images: reading the checker's PGM files, PNG through Pillow, the difference
 image and its colours, one case folder's conversion, and a sentence instead of a
 traceback where Pillow is missing."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import images, labspec
+from cudalab.lab import images, labspec
 from conftest import REPO_ROOT, TOY_LAB_TOML
 
 Image = pytest.importorskip("PIL.Image", reason="Pillow is not installed: pip install pillow (the grader depends on it)")

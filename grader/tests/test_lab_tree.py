@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import labspec
+from cudalab.lab import labspec
 from conftest import REPO_ROOT
 
 REAL_LABS = sorted(p.parent.name for p in (REPO_ROOT / "labs").glob("*/lab.toml"))
@@ -128,7 +128,7 @@ def test_a_labs_official_targets_build_nothing_of_other_labs_or_the_tests(tmp_pa
     run_cmake("-S", root, "-B", build_dir, "-G", "Ninja", "-DCMAKE_CUDA_ARCHITECTURES=90",
               "-DCMAKE_BUILD_TYPE=Release", "-DCUDALAB_BUILD_TESTS=ON", cwd=tmp_path)
     spec = labspec.load(root / "labs" / "vector_add" / "lab.toml")
-    from cudalab import build
+    from cudalab.building import build
     targets = build.official_targets(spec, ("solution", "checker"))
     # Every command the targets need, from nothing (a dry run would stop at the glob check).
     def commands(*wanted: str) -> list[str]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import labspec
+from cudalab.lab import labspec
 from conftest import REPO_ROOT, TOY_LAB_TOML
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -178,7 +178,7 @@ def test_ladder_skips_scoring_reference_and_checker_gpu_load(tmp_path):
     assert spec.ladder[0].skip_why == "one thread would take minutes"
     assert spec.ladder[1].skip_bench_cases == ()
     assert spec.scoring.reference == "ladder/simple.cu" and spec.checker_gpu_cases == ("c_1", "c_7", "c_300", "b_1000")
-    from cudalab import labs
+    from cudalab.lab import labs
     assert labs.scoring_reference(spec) == "ladder_simple"
     plain = load_text(tmp_path, TOY_LAB_TOML)
     assert labs.scoring_reference(plain) == "solution" and plain.checker_gpu_cases == ()

@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from cudalab import cli, ladder
+from cudalab import cli
+from cudalab.grading import ladder
 from cudalab.commands import ladder as ladder_command
 from conftest import seal
 from picture_lab import make_picture_repo, write_picture_fake
@@ -118,7 +119,7 @@ def stored_run(rate: float, pixels: int = 512_000) -> dict:
 
 
 def test_the_blocks_table_from_stored_run_json(tmp_path, capsys):
-    from cudalab.labspec import load
+    from cudalab.lab.labspec import load
     from picture_lab import PIC_LAB_TOML
     (tmp_path / "pic").mkdir()
     (tmp_path / "pic" / "lab.toml").write_text(PIC_LAB_TOML)

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT
-from cudalab import forbidden, labspec, libraries
+from cudalab.intake import forbidden
+from cudalab.lab import labspec
+from cudalab.isolation import libraries
 
 ALLOW_DEFAULT = ("cuda_runtime", "cxx_standard")
 

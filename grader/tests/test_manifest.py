@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import sdk
-from cudalab.sdk import Manifest, ManifestError
+from cudalab.building import sdk
+from cudalab.building.sdk import Manifest, ManifestError
 
 
 def official(build: Path, name: str, body: bytes) -> Path:

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from cudalab import labs
+from cudalab.lab import labs
 from cudalab.config import Config
 from cudalab.errors import UnknownLabError
 from cudalab.names import near

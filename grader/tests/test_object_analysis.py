@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import symbols
+from cudalab.intake import symbols
 from cudalab.config import KIB, MIB
 from cudalab.errors import GraderError
-from cudalab.object_analysis import ObjectLimits, ObjectRefused, analyse_object
+from cudalab.intake.object_analysis import ObjectLimits, ObjectRefused, analyse_object
 from conftest import REPO_ROOT
 from test_symbols import NVCC_FLAGS, nvcc_or_skip, objects  # noqa: F401  (objects: a fixture)
 
@@ -218,7 +218,7 @@ def test_a_python_without_pyelftools_finds_the_staged_copy_or_says_what_to_do(tm
     import elftools
     staged = tmp_path / "deps" / "python"
     shutil.copytree(Path(elftools.__file__).parent, staged / "elftools")
-    script = ("import sys; from pathlib import Path; from cudalab.object_analysis import analyse_object\n"
+    script = ("import sys; from pathlib import Path; from cudalab.intake.object_analysis import analyse_object\n"
               "from cudalab.errors import GraderError\n"
               "try: print(analyse_object(Path(sys.argv[1]), deps=[Path(p) for p in sys.argv[2:]]).defined)\n"
               "except GraderError as err: print(err)\n")

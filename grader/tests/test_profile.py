@@ -1,7 +1,7 @@
 """profile: ncu's CSV becomes the lecture's table; what limits occupancy is named."""
 from __future__ import annotations
 
-from cudalab import profile
+from cudalab.grading import profile
 
 HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
           '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n')

@@ -16,8 +16,8 @@ import pytest
 from markdown_it import MarkdownIt
 
 import cudalab
-from cudalab import publish, report
-from cudalab.labspec import Question
+from cudalab.outputs import publish, report
+from cudalab.lab.labspec import Question
 from cudalab.record import GradeResult
 from grade_results import OUTCOMES, assert_matches_golden, class_entries, entry_for
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from cudalab import report
+from cudalab.outputs import report
 from cudalab.errors import GraderError
 from cudalab.record import GradeResult
 from grade_results import GRADED, SCENARIOS, assert_matches_golden, not_run

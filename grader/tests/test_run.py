@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import build, cli
+from cudalab.building import build
+from cudalab import cli
 from conftest import seal, write_fake
 
 
@@ -60,7 +61,7 @@ def test_a_tampered_official_binary_is_not_run(env, capsys):
 
 
 def test_without_a_sandbox_run_still_works_and_says_what_is_missing(env, monkeypatch, capsys):
-    from cudalab import sandbox
+    from cudalab.isolation import sandbox
     monkeypatch.setenv("CUDALAB_BWRAP", "/no/such/bwrap")
     monkeypatch.setattr(sandbox, "_detected", {})
     assert cli.main(["run", "toy", "--target", "solution"]) == 0

@@ -10,7 +10,10 @@ import sys
 
 import pytest
 
-from cudalab import build, cli, run as run_module, runner as runner_module
+from cudalab.building import build
+from cudalab import cli
+from cudalab.grading import run as run_module
+from cudalab.isolation import runner as runner_module
 from cudalab.commands import run as run_command
 from cudalab.record import GradeResult
 from conftest import seal, write_fake
@@ -98,7 +101,7 @@ def test_block_is_only_for_labs_whose_functions_take_one(toy_env, capsys):
 
 
 def test_takes_block_is_read_from_lab_toml(pic, toy_env):
-    from cudalab import labspec
+    from cudalab.lab import labspec
     assert labspec.load(pic.root / "labs" / "pic" / "lab.toml").takes_block
     assert not labspec.load(toy_env.root / "labs" / "toy" / "lab.toml").takes_block
 
@@ -284,7 +287,9 @@ def test_run_bench_prints_gpixels_columns(pic, capsys):
 def test_a_grade_links_the_difference_image_of_a_failing_picture_case(failing_starter, tmp_path):
     """A grade of a picture lab draws the difference image of each failing case and the
     feedback links it, relative to feedback.md, beside which finish() copies it."""
-    from cudalab import grade, labs, report
+    from cudalab.grading import grade
+    from cudalab.lab import labs
+    from cudalab.outputs import report
     from cudalab.config import Config
 
     config = Config.load()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import safe_files
+from cudalab.isolation import safe_files
 
 
 @pytest.fixture

@@ -24,11 +24,11 @@ import pytest
 from conftest import REPO_ROOT
 from cudalab.config import GIB, MIB, Config
 from cudalab.errors import GraderError
-from cudalab.sandbox import (INSIDE_ROOT, Bind, Isolation, Limits, ProcessResult, Sandbox,
+from cudalab.isolation.sandbox import (INSIDE_ROOT, Bind, Isolation, Limits, ProcessResult, Sandbox,
                              build_limits, cgroup2_mounts, format_bytes, locate_cgroup2,
                              own_cgroup2_path, run_limits, run_process)
-import cudalab.sandbox as sandbox_module
-from cudalab import trees
+import cudalab.isolation.sandbox as sandbox_module
+from cudalab.isolation import trees
 
 PYTHON = "/usr/bin/python3"   # inside the sandbox's view, unlike the venv's python
 AS_ROOT = os.geteuid() == 0

@@ -1,4 +1,4 @@
-"""cudalab.sanitizer: compute-sanitizer's command line, and its reports read into findings at
+"""cudalab.grading.sanitizer: compute-sanitizer's command line, and its reports read into findings at
 the student's line.
 
 The sample reports are real where a source is named above them (NVIDIA's Compute Sanitizer
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import sanitizer
-from cudalab.sanitizer import (ERROR_EXIT_CODE, TOOLS, Finding, error_summary_count, find_sanitizer,
+from cudalab.grading import sanitizer
+from cudalab.grading.sanitizer import (ERROR_EXIT_CODE, TOOLS, Finding, error_summary_count, find_sanitizer,
                                parse_report, sanitizer_argv)
 
 # ------------------------------------------------------------------ student files

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from cudalab.labspec import Scoring
-from cudalab.scoring import performance_fraction, score
+from cudalab.lab.labspec import Scoring
+from cudalab.grading.scoring import performance_fraction, score
 
 SCORING = Scoring(correctness_points=70, performance_points=30, timing_case="t",
                   full_marks_ratio=1.10, zero_marks_ratio=3.00)

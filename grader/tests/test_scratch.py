@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from cudalab import runner
+from cudalab.isolation import runner
 from cudalab.config import Config
 from conftest import REPO_ROOT
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 import fake_slurm
-from cudalab import batch, publish, remote, slurm
+from cudalab.batching import batch, remote, slurm
+from cudalab.outputs import publish
 from cudalab.exit_codes import Cli
 from test_batch import CLASS, DRIVER, outcome, records, write_handin
 
@@ -302,10 +303,10 @@ def test_grading_here_warns_of_the_jobs_an_earlier_slurm_run_left(toy_config, tm
 
 def test_a_task_run_by_hand_says_what_it_is_for(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-    done = subprocess.run([sys.executable, "-m", "cudalab.slurm", "build", str(tmp_path)], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "cudalab.batching.slurm", "build", str(tmp_path)], capture_output=True,
                           text=True, env=env, cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 2 and "SLURM_ARRAY_TASK_ID is not set" in done.stderr
-    done = subprocess.run([sys.executable, "-m", "cudalab.slurm", "build", str(tmp_path)], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "cudalab.batching.slurm", "build", str(tmp_path)], capture_output=True,
                           text=True, env={**env, "SLURM_ARRAY_TASK_ID": "0"},
                           cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 1 and "tasks.json is unreadable" in done.stderr and "Traceback" not in done.stderr

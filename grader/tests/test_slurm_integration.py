@@ -28,7 +28,9 @@ from pathlib import Path
 import pytest
 
 import conftest
-from cudalab import batch, publish, remote, slurm, trees
+from cudalab.batching import batch, remote, slurm
+from cudalab.outputs import publish
+from cudalab.isolation import trees
 from cudalab.exit_codes import Cli
 from test_batch import DRIVER, outcome, records, write_handin
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import official_build_dir
-from cudalab import images
+from cudalab.lab import images
 
 ROOT = Path(__file__).resolve().parents[2]
 EDGES = ROOT / "docs" / "sobel" / "camera_edges.png"

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from cudalab import cli, labspec
-from cudalab.starter import StarterError, diff_against_starter, generate_starter, starter_pairs
+from cudalab import cli
+from cudalab.lab import labspec
+from cudalab.lab.starter import StarterError, diff_against_starter, generate_starter, starter_pairs
 from conftest import REPO_ROOT
 
 SOLUTION = """\

@@ -17,7 +17,9 @@ import pytest
 import grade_results
 from conftest import GRADE_SCHEMA, grade_problems, grade_validator
 import cudalab
-from cudalab import batch, errors, publish, report
+from cudalab.batching import batch
+from cudalab import errors
+from cudalab.outputs import publish, report
 from cudalab.exit_codes import Cli
 from cudalab.record import GradeResult
 from cudalab.status import (GRADE_STATUSES, REJECTING, WORDS, CaseStatus, PerformanceStatus, RunStatus,
@@ -349,7 +351,7 @@ def test_run_statuses_are_the_harness_s_words_and_the_sandbox_s():
     """Proves: RunStatus has the word of every harness exit code (exit_codes.Harness) and the two
     the sandbox gives a run that ended otherwise, so a grade's run reads into it whatever ended it."""
     from cudalab.exit_codes import Harness
-    from cudalab.sandbox import ProcessResult
+    from cudalab.isolation.sandbox import ProcessResult
 
     assert {code.status for code in Harness} | {"crashed", "unexpected_exit"} == {s.value for s in RunStatus}
     run = dict(argv=["lab"], timed_out=False, wall_s=0.1, timeout_s=10.0, stdout="", stderr="")

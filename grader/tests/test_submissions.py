@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 import suite
-from cudalab import build, labs
+from cudalab.building import build
+from cudalab.lab import labs
 from cudalab.config import Config
 from cudalab.errors import CompileError
 from conftest import REPO_ROOT

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import publish
+from cudalab.outputs import publish
 from grade_results import class_entries
 
 WIDTH, HEIGHT = 1200, 2400

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import symbols
-from cudalab.object_analysis import analyse_object
-from cudalab.symbols import SymbolIndex, Violation
+from cudalab.intake import symbols
+from cudalab.intake.object_analysis import analyse_object
+from cudalab.intake.symbols import SymbolIndex, Violation
 from conftest import REPO_ROOT
 
 FIXTURES = Path(__file__).parent / "symbols"
@@ -384,7 +384,7 @@ def test_replacing_cxx_and_official_functions_is_refused(objects, index):
 
 # --- the command line ------------------------------------------------------------------------------
 
-def _cli(*args: str, cwd: Path, module: str = "cudalab.symbols") -> subprocess.CompletedProcess:
+def _cli(*args: str, cwd: Path, module: str = "cudalab.intake.symbols") -> subprocess.CompletedProcess:
     # -S: no site-packages, so the module must manage with the standard library, as under CMake.
     return subprocess.run([sys.executable, "-S", "-m", module, *args], cwd=cwd,
                           env={**os.environ, "PYTHONPATH": str(GRADER)}, capture_output=True, text=True)
@@ -400,11 +400,11 @@ def test_the_cli_writes_the_index_and_checks_an_object(objects, index, tmp_path)
     assert [p.name for p in out.parent.iterdir()] == ["toy.symbols.json"]
 
     bad = _cli("--index", str(out), "--name", "toy.cu", str(objects["student_bad_c"]), cwd=tmp_path,
-               module="cudalab.symbol_check")
+               module="cudalab.intake.symbol_check")
     assert bad.returncode == 1
     expected = symbols.check_symbols(defined(objects["student_bad_c"]), index, "toy.cu")
     assert bad.stdout.splitlines() == [v.sentence for v in expected]
-    good = _cli("--index", str(out), str(objects["student_good"]), cwd=tmp_path, module="cudalab.symbol_check")
+    good = _cli("--index", str(out), str(objects["student_good"]), cwd=tmp_path, module="cudalab.intake.symbol_check")
     assert (good.returncode, good.stdout) == (0, "")
 
 

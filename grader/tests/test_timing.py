@@ -1,4 +1,4 @@
-"""Paced timing (cudalab/timing.py): the grader's side of the auditor's protocol against an
+"""Paced timing (cudalab/grading/timing.py): the grader's side of the auditor's protocol against an
 auditor that follows it or reports a program's breaches, and the rule that scores a grade
 on the grader's clock alone."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from cudalab import pacer
-from cudalab.timing import (AuditorChannel, AuditorError, ChannelClosed, Floor, Pace, ProtocolError, RoundClock,
+from cudalab.grading import pacer
+from cudalab.grading.timing import (AuditorChannel, AuditorError, ChannelClosed, Floor, Pace, ProtocolError, RoundClock,
                             TooSlow, score_clock)
 
 
@@ -71,7 +71,7 @@ def test_a_reference_that_takes_no_time_is_an_error():
 
 
 def test_the_early_stop_rule_compares_with_the_reference_in_the_same_session():
-    from cudalab.timing import PacedRun, SessionRun
+    from cudalab.grading.timing import PacedRun, SessionRun
     reference = PacedRun(wall_ms=[0.9] * 25, blank_ms=[0.4] * 25)  # 0.5 ms per call
     assert TooSlow(limit=3.0)(SessionRun(reference, PacedRun(wall_ms=[2.4] * 25)))      # (2.4 - 0.4) / 0.5 = 4
     assert not TooSlow(limit=3.0)(SessionRun(reference, PacedRun(wall_ms=[1.6] * 25)))  # 2.4

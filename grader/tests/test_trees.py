@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cudalab import trees
+from cudalab.isolation import trees
 
 GRADER = Path(__file__).resolve().parents[1]
 UNPRIVILEGED = 65534
@@ -77,7 +77,7 @@ def test_a_tree_deeper_than_the_recursion_limit_is_removed(tmp_path):
 ODD_MODES = """
 import os, sys
 sys.path.insert(0, sys.argv[2])
-from cudalab.trees import remove_tree
+from cudalab.isolation.trees import remove_tree
 run = sys.argv[1] + "/tree"
 os.makedirs(f"{run}/locked/inner")
 open(f"{run}/locked/inner/file", "w").close()

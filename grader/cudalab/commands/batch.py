@@ -51,10 +51,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .. import console, executors, labs, progress, publish, report
-from ..batch import Store, make_plan, publish_outputs, read_roster
+from .. import console
+from ..batching import executors, progress
+from ..lab import labs
+from ..outputs import publish, report
+from ..batching.batch import Store, make_plan, publish_outputs, read_roster
 from ..config import Config
-from ..slurm import recorded_jobs
+from ..batching.slurm import recorded_jobs
 
 
 def _outputs_argument(text: str) -> list[str]:

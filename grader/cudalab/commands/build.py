@@ -15,8 +15,9 @@ import argparse
 import json
 from pathlib import Path
 
-from .. import console, labs
-from ..build import build_official, build_submission, ensure_official, submission_work_dir
+from .. import console
+from ..lab import labs
+from ..building.build import build_official, build_submission, ensure_official, submission_work_dir
 from ..config import Config
 
 

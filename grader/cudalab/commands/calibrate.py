@@ -24,13 +24,15 @@ from __future__ import annotations
 import argparse
 import json
 
-from .. import calibration, console, labs, ladder
-from ..calibrate import SCHEMA, calibrate_lab
+from ..grading import calibration, ladder
+from .. import console
+from ..lab import labs
+from ..grading.calibrate import SCHEMA, calibrate_lab
 from ..config import Config
 from ..errors import CudalabError
 from ..exit_codes import Cli
-from ..labspec import LabSpec
-from ..run import giga_per_s
+from ..lab.labspec import LabSpec
+from ..grading.run import giga_per_s
 
 
 ALL = "all"

@@ -27,8 +27,10 @@ import json
 import sys
 from pathlib import Path
 
-from .. import console, labs, report
-from ..check import check_hand_in, render_receipt
+from .. import console
+from ..lab import labs
+from ..outputs import report
+from ..intake.check import check_hand_in, render_receipt
 from ..config import Config
 from ..exit_codes import Cli
 

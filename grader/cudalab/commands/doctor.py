@@ -15,7 +15,7 @@ from dataclasses import asdict
 
 from .. import console
 from ..config import Config
-from ..doctor import SCHEMA, examine, exit_code, render, verdicts
+from ..isolation.doctor import SCHEMA, examine, exit_code, render, verdicts
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

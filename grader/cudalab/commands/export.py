@@ -15,7 +15,7 @@ already there is replaced) for the labs named (default: every lab):
   README.md                for students (templates/bundle_readme.md.j2)
   cudalab-bundle.json      the marker: CMake builds each lab's harness, checker, starter
                            and SDK only, and the CLI offers the student verbs only
-                           (cudalab/bundle.py says what reads it and how)
+                           (cudalab/building/bundle.py says what reads it and how)
 
 It never holds solutions/ (the solutions and their ladders), a test (the labs' tests replay
 the solutions' order of additions; grader/tests holds copies of the solutions as hostile
@@ -49,11 +49,12 @@ import argparse
 import json
 from pathlib import Path
 
-from .. import console, labs
+from .. import console
+from ..lab import labs
 from ..config import Config
 from ..errors import GraderError, UsageError
 from ..exit_codes import Cli
-from ..export import SCHEMA, write_bundle
+from ..outputs.export import SCHEMA, write_bundle
 
 
 def _lab_names(config: Config, text: str | None) -> list[str]:

@@ -17,10 +17,13 @@ import argparse
 import json
 from pathlib import Path
 
-from .. import build, console, labs, report
+from ..building import build
+from .. import console
+from ..lab import labs
+from ..outputs import report
 from ..config import Config
 from ..errors import UsageError
-from ..grade import grade
+from ..grading.grade import grade
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

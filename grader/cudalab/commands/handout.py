@@ -22,10 +22,13 @@ import json
 import sys
 
 
-from .. import calibration, console, labs, report
+from ..grading import calibration
+from .. import console
+from ..lab import labs
+from ..outputs import report
 from ..config import Config
-from ..handout import handout_path, html_path, render
-from ..labspec import LabSpec
+from ..outputs.handout import handout_path, html_path, render
+from ..lab.labspec import LabSpec
 
 
 ALL = "all"

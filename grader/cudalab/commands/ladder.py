@@ -18,12 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from .. import console, labs, profile
+from .. import console
+from ..lab import labs
+from ..grading import profile
 from ..config import Config
 from ..errors import UsageError
 from ..exit_codes import Cli
-from ..ladder import NoDeviceRun, run_blocks, run_ladder
-from ..run import block_argument, giga_per_s, items_name, require_takes_block
+from ..grading.ladder import NoDeviceRun, run_blocks, run_ladder
+from ..grading.run import block_argument, giga_per_s, items_name, require_takes_block
 
 
 def block_list(text: str) -> list[str]:

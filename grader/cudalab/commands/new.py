@@ -12,7 +12,8 @@ import shlex
 import shutil
 from pathlib import Path
 
-from .. import console, labs, starter
+from .. import console
+from ..lab import labs, starter
 from ..config import Config
 from ..errors import UsageError
 

@@ -16,12 +16,14 @@ import argparse
 import json
 from pathlib import Path
 
-from .. import check, console, labs
+from ..intake import check
+from .. import console
+from ..lab import labs
 from ..config import Config
 from ..errors import UsageError
 from ..exit_codes import Cli
-from ..handin import STUDENT_ID
-from ..pack import left_out_line, pack_folder
+from ..intake.handin import STUDENT_ID
+from ..intake.pack import left_out_line, pack_folder
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

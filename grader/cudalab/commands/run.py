@@ -27,15 +27,16 @@ import os
 import sys
 from pathlib import Path
 
-from .. import console, images, labs
+from .. import console
+from ..lab import images, labs
 from ..config import Config
 from ..errors import UsageError
 from ..exit_codes import Harness
-from ..run import (block_argument, calibration_comparison, checker_verdicts, difference_images, exit_status,
+from ..grading.run import (block_argument, calibration_comparison, checker_verdicts, difference_images, exit_status,
                    feedback_dir, giga_per_s, items_name, require_takes_block, resolve_target, save_images)
-from ..runner import RUN, Runner, read_untrusted_json, scratch_dir, why_nothing_ran
-from ..sandbox import ProcessResult
-from ..trees import remove_tree
+from ..isolation.runner import RUN, Runner, read_untrusted_json, scratch_dir, why_nothing_ran
+from ..isolation.sandbox import ProcessResult
+from ..isolation.trees import remove_tree
 
 
 def versus_library(entry: dict) -> str:

@@ -11,10 +11,11 @@ import argparse
 import json
 import sys
 
-from .. import console, labs
+from .. import console
+from ..lab import labs
 from ..config import Config
 from ..errors import UsageError
-from ..starter import diff_against_starter, generate_starter, starter_pairs
+from ..lab.starter import diff_against_starter, generate_starter, starter_pairs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

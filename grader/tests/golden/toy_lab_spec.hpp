@@ -1,4 +1,4 @@
-// Generated from labs/toy/lab.toml by cudalab.labspec. Do not edit: edit lab.toml.
+// Generated from labs/toy/lab.toml by cudalab.lab.labspec. Do not edit: edit lab.toml.
 #pragma once
 
 #include "labkit/lab_spec_types.hpp"

@@ -1,0 +1,386 @@
+"""Paced timing: the grader times every sample on its own clock, through an auditor that
+owns the timed case's inputs and outputs (docs/architecture.md, "Paced timing").
+
+The program under test is a process of its own, and everything in it is the student's: its
+memory, threads and pipes, and the harness code linked into it. So the grader never asks it
+anything that matters. For each sample it asks the auditor (official code, a process the
+student does not share) for sample N with a seed drawn now; the auditor fills the inputs
+in device memory it shares with the program, poisons the outputs, makes the L2 cold, tells
+the program "go N", waits for "done N MS", and copies the outputs away (the seal). The
+grader's clock runs from asking for the sample to reading "sealed": preparation, the
+program's work and the seal all fall inside it, and the GPU runs one process's work at a
+time, so no work of the program's can fall outside. After the clock has stopped the
+auditor verifies the sealed sample against the reference on the same inputs, and it can
+keep any sample for the trusted checker: every sample is sealed and verified alike, so the
+program cannot tell which were kept.
+
+The protocol's own cost (pipes, the auditor's preparation and seal, switching the GPU
+between processes) is measured by blank samples that only the course's reference program
+runs: "go N blank" times nothing. In a timing round the reference's timed and blank samples
+and the submission's timed samples are interleaved in an order drawn in secret, so that
+whatever drifts during a round (clocks, the cost of the protocol) drifts for all three
+alike. A process's time per call is the median of its timed samples less the median of the
+blank ones. The event time a program reports is shown, never scored.
+"""
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import select
+import statistics
+import time
+from dataclasses import dataclass, field
+
+_MAX_LINE = 4096
+_SPIN_S = 0.005  # how long the clock's reader spins before it sleeps: a sharp end to each sample
+
+
+class ProtocolError(Exception):
+    """The program did not follow the timing protocol; the message says how, in words that
+    start after 'the program'. `program` names which one (REFERENCE or STUDENT)."""
+
+    def __init__(self, message: str, program: str = ""):
+        super().__init__(message)
+        self.program = program
+
+
+class ChannelClosed(ProtocolError):
+    """The program closed its pipes: usually it ended (crashed, hit a CUDA error), and its
+    exit then says more than the protocol can."""
+
+
+class AuditorError(Exception):
+    """The grader's auditor (official code) failed or said something the grader does not
+    understand: a problem of the grader's, never the student's."""
+
+
+@dataclass(frozen=True)
+class KeptSample:
+    number: int
+    seed: int
+    slot: int  # where the auditor holds its sealed outputs until the grader asks for them
+
+
+@dataclass
+class PacedRun:
+    """One program's samples in one session, as the grader measured them."""
+    wall_ms: list[float] = field(default_factory=list)       # timed samples, grader's clock
+    blank_ms: list[float] = field(default_factory=list)      # blank samples (the reference's only)
+    reported_ms: list[float] = field(default_factory=list)   # the program's own event times: shown only
+    kept: list[KeptSample] = field(default_factory=list)
+    stopped_early: bool = False
+    wrong: str = ""  # what the auditor found wrong with the first sample that failed its verification
+
+    @property
+    def timed(self) -> int:
+        return len(self.wall_ms)
+
+    def blank_median_ms(self) -> float:
+        return statistics.median(self.blank_ms) if self.blank_ms else 0.0
+
+    def call_ms(self, blank_ms: float) -> float:
+        """One call of the code under test on the grader's clock: the median timed sample
+        less the protocol's own cost (`blank_ms`, measured by the reference's blanks)."""
+        return statistics.median(self.wall_ms) - blank_ms
+
+    def reported_median_ms(self) -> float | None:
+        return statistics.median(self.reported_ms) if self.reported_ms else None
+
+
+class LineReader:
+    """Reads newline-terminated ASCII lines from a descriptor, with a deadline and a length
+    cap; it spins for `spin_s` before it sleeps, so that a quick answer is seen at once."""
+
+    def __init__(self, fd: int, buffer: bytes = b""):
+        self.fd, self.buffer = fd, buffer
+
+    def read_line(self, timeout_s: float, spin_s: float = 0.0, closed: type[Exception] = ChannelClosed,
+                  what: str = "the other side", bad: type[Exception] = ProtocolError) -> str:
+        """The next line; `closed` at the end of input, `bad` for a line too long, not ASCII
+        or not there in time (ProtocolError: the program's fault; AuditorError: the auditor's)."""
+        started = time.monotonic()
+        deadline, spin_until = started + timeout_s, started + spin_s
+        while b"\n" not in self.buffer:
+            if len(self.buffer) > _MAX_LINE:
+                raise bad("sent a control line longer than the harness ever writes")
+            now = time.monotonic()
+            if now >= deadline:
+                raise bad(f"gave no answer within {timeout_s:g} s")
+            ready, _, _ = select.select([self.fd], [], [], 0 if now < spin_until else deadline - now)
+            if not ready:
+                continue
+            chunk = os.read(self.fd, _MAX_LINE)
+            if not chunk:
+                raise closed(f"{what} closed its control channel")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        if len(line) > _MAX_LINE:
+            raise bad("sent a control line longer than the harness ever writes")
+        try:
+            return line.decode("ascii")
+        except UnicodeDecodeError:
+            raise bad("sent a control line that is not ASCII text") from None
+
+
+def send_line(fd: int, line: str, closed: type[Exception] = ChannelClosed) -> None:
+    data = (line + "\n").encode("ascii")
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+    except OSError as err:
+        raise closed(f"stopped reading its control channel ({err.strerror or err})") from None
+
+
+# The names the auditor knows the programs of a session by. The blank samples are run by a
+# second process of the reference program: each of the three then has one sample in every
+# turn, so none of them is the GPU's (or a CPU's) more recent tenant more often than
+# another, and what a program's switch-in costs is the same in a blank sample as in a
+# timed one (docs/architecture.md, "Paced timing").
+REFERENCE, BLANK, STUDENT = "reference", "blank", "student"
+
+
+@dataclass(frozen=True)
+class Pace:
+    """What one session (a timing round) is asked to do."""
+    warmup: int
+    samples: int | None            # None: sample until target_s of the reference's timed samples have run
+    target_s: float
+    samples_min: int
+    samples_max: int
+    keep: int                      # the submission's timed samples to keep for the checker
+    sample_timeout_s: float
+    student: bool = False          # a submission is attached beside the reference
+    stop_when: "TooSlow | None" = None   # ends the session early
+
+
+@dataclass
+class SessionRun:
+    """A session's samples: the reference's (timed and blank) and the submission's."""
+    reference: PacedRun = field(default_factory=PacedRun)
+    student: PacedRun | None = None
+
+
+# The course's reference is official code: on the grader's clock it cannot be much faster
+# than the physical floor (the lab's byte model at the copy bandwidth measured now; a tuned
+# kernel beats a device-to-device copy by a few per cent: vector_add's reference measured
+# 0.966 of it on an H100 and on an H200). A round that puts it below this fraction of the
+# floor measured the protocol's noise, not the reference (on a busy host the blank samples'
+# median can exceed the timed ones' by most of a 0.1 ms call), so it counts for nothing: it
+# ends no session early and is timed again (Grading.measure_performance).
+REFERENCE_FLOOR_FRACTION = 0.85
+
+
+def reference_is_plausible(reference_ms: float, floor_ms: float) -> bool:
+    """Whether a round's reference time per call is one the GPU could give (see above)."""
+    return reference_ms >= REFERENCE_FLOOR_FRACTION * floor_ms
+
+
+@dataclass(frozen=True)
+class TooSlow:
+    """Ends a session once the submission's time per call on the grader's clock is clearly
+    past `limit` times the reference's, measured in the same session: the rest of its
+    samples could not earn it a point. Only while the reference's own time is plausible
+    (`floor_ms`, the physical floor: see REFERENCE_FLOOR_FRACTION): a ratio over a reference
+    time made of noise says nothing about the submission. Data, not a function, so that the
+    pacer process can apply it."""
+    limit: float
+    after: int = 20  # timed samples of the submission before it may stop a session
+    floor_ms: float = 0.0
+
+    def __call__(self, run: SessionRun) -> bool:
+        reference, student = run.reference, run.student
+        if student is None or student.timed < self.after or not reference.blank_ms or not reference.wall_ms:
+            return False
+        blank = reference.blank_median_ms()
+        reference_ms = reference.call_ms(blank)
+        return (reference_ms > 0 and reference_is_plausible(reference_ms, self.floor_ms)
+                and student.call_ms(blank) / reference_ms > self.limit)
+
+
+_SEALED = re.compile(r"sealed (\d+) (\S+)")
+_VERDICT = re.compile(r"(verified|differs) (\d+)(?: (.*))?")
+
+
+class AuditorChannel:
+    """The grader's end of the auditor's control socket, for sessions: 'sample' lines out,
+    'sealed'/'verified' answers in. Sample numbers run on across sessions and programs, so
+    that no answer can stand for another; a channel made with `number` and `buffer` carries
+    on one whose state another process (the pacer) had."""
+
+    def __init__(self, fd: int, number: int = 0, buffer: bytes = b""):
+        self.fd, self.number = fd, number
+        self.reader = LineReader(fd, buffer)
+
+    def expect(self, answer: str, timeout_s: float) -> None:
+        """Reads the auditor's one-word answer to a command of the grader's."""
+        line = self.reader.read_line(timeout_s, closed=AuditorError, what="the auditor", bad=AuditorError)
+        if line != answer:
+            raise AuditorError(f"the auditor answered {line[:120]!r} where {answer!r} was due")
+
+    def send(self, line: str) -> None:
+        send_line(self.fd, line, closed=AuditorError)
+
+    def _sample(self, program: str, kind: str, slot: int, seed: int,
+                timeout_s: float) -> tuple[int, float, float, str | None]:
+        """One sample: its number, its time on the grader's clock in ms, the time the
+        program reported, and what its verification found wrong (None: nothing).
+        ProtocolError for a program's faults, AuditorError for the auditor's."""
+        self.send(f"stage {seed}")  # its inputs, made off the clock where the program cannot see them
+        self.expect("staged", timeout_s + 10)
+        number = self.number
+        self.number += 1
+        started = time.perf_counter_ns()
+        self.send(f"sample {number} {program} {kind} {slot}")
+        # The program's own deadline is the auditor's; ours waits a little longer for it.
+        line = self.reader.read_line(timeout_s + 10, _SPIN_S, closed=AuditorError, what="the auditor",
+                                     bad=AuditorError)
+        wall_ms = (time.perf_counter_ns() - started) / 1e6
+        sealed = _SEALED.fullmatch(line)
+        if sealed and int(sealed.group(1)) == number:
+            reported = float(sealed.group(2))
+        elif line.startswith(f"breach {number} {program} "):
+            raise ProtocolError(line[len(f"breach {number} {program} "):], program)
+        elif line == f"closed {number} {program}":
+            raise ChannelClosed("closed its control channel in the middle of the timed runs", program)
+        else:
+            raise AuditorError(f"the auditor answered sample {number} with {line[:120]!r}")
+        line = self.reader.read_line(timeout_s + 10, closed=AuditorError, what="the auditor", bad=AuditorError)
+        verdict = _VERDICT.fullmatch(line)
+        if not verdict or int(verdict.group(2)) != number:
+            raise AuditorError(f"the auditor answered sample {number}'s verification with {line[:120]!r}")
+        wrong = f"sample {number} was wrong: {verdict.group(3)}" if verdict.group(1) == "differs" else None
+        return number, wall_ms, reported, wrong
+
+    def session(self, pace: Pace, rng=secrets.SystemRandom()) -> SessionRun:
+        """One session: the reference's timed and blank samples and, with pace.student, the
+        submission's timed samples, interleaved in an order drawn in secret. Raises
+        ProtocolError for a program's faults, AuditorError for the auditor's. A submission's
+        sample that fails its verification ends the session (SessionRun.student.wrong)."""
+        run = SessionRun(PacedRun(), PacedRun() if pace.student else None)
+        planned = pace.samples if pace.samples is not None else pace.samples_max
+        # The kept samples are drawn now, in secret, among those the session will surely reach.
+        drawable = pace.samples if pace.samples is not None else pace.samples_min
+        keep_at = sorted(rng.sample(range(drawable), min(pace.keep, drawable))) if pace.student else []
+        slots = {index: slot for slot, index in enumerate(keep_at)}
+        timed_s = 0.0
+
+        def sample(program: str, kind: str, slot: int = -1, warmup: bool = False) -> bool:
+            """One sample recorded where it belongs; False once the submission was wrong."""
+            seed = rng.getrandbits(64)
+            number, wall_ms, reported, wrong = self._sample(program, kind, slot, seed, pace.sample_timeout_s)
+            into = run.student if program == STUDENT else run.reference  # blanks are the official side's
+            if wrong and program != STUDENT:  # the reference disagreed with itself: the grader's problem
+                raise AuditorError(f"the reference program's {wrong} (checked against the auditor's own run)")
+            if wrong:
+                into.wrong = wrong
+                return False
+            if warmup:
+                return True
+            if kind == "blank":
+                into.blank_ms.append(wall_ms)
+                return True
+            into.wall_ms.append(wall_ms)
+            into.reported_ms.append(reported)
+            if slot >= 0:
+                into.kept.append(KeptSample(number, seed, slot))
+            return True
+
+        for _ in range(pace.warmup):
+            for program, kind in [(REFERENCE, "timed"), (BLANK, "blank")] + ([(STUDENT, "timed")] if pace.student else []):
+                if not sample(program, kind, warmup=True):
+                    return run
+        index = 0
+        while index < planned and not (pace.samples is None and index >= pace.samples_min and timed_s >= pace.target_s):
+            # The reference's timed and blank samples and the submission's, in an order drawn in secret.
+            turns = [(REFERENCE, "timed"), (BLANK, "blank")] + ([(STUDENT, "timed")] if pace.student else [])
+            for program, kind in rng.sample(turns, len(turns)):
+                if not sample(program, kind, slots.get(index, -1) if program == STUDENT else -1):
+                    return run
+                if program == REFERENCE and kind == "timed":
+                    timed_s += run.reference.wall_ms[-1] / 1000.0
+            index += 1
+            if pace.stop_when is not None and pace.stop_when(run):
+                run.student.stopped_early = True
+                break
+        return run
+
+
+
+# --- what a grade is scored on -----------------------------------------------------------
+
+def spread(values: list[float]) -> float:
+    """(max - min) / median; 0 for fewer than two values."""
+    if len(values) < 2:
+        return 0.0
+    middle = statistics.median(values)
+    return (max(values) - min(values)) / middle if middle > 0 else float("inf")
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The fastest this GPU could possibly run the timed case, measured by the auditor: the
+    lab's byte model at the device-to-device copy bandwidth, or its FLOP model at the FP32
+    peak, whichever takes longer."""
+    floor_ms: float
+    copy_gbps: float
+    fp32_tflops: float
+
+
+@dataclass(frozen=True)
+class RoundClock:
+    """One round on the grader's clock: each program's time per call, after the protocol's
+    cost measured by the reference's blank samples of the same round."""
+    reference_ms: float
+    student_ms: float
+    blank_ms: float
+    student_reported_ms: float | None = None  # the student's own event time: shown, never scored
+
+
+@dataclass(frozen=True)
+class ClockScore:
+    reference_ms: float                 # median of the rounds' reference times per call
+    reference_rounds_ms: list[float]
+    reference_agreement: float          # (max - min) / median of those
+    student_ms: float                   # median of the rounds' student times per call: what is scored
+    student_rounds_ms: list[float]
+    student_reported_ms: float | None   # what the student's program said of itself (median)
+    blank_ms: float                     # median of the rounds' protocol cost
+    ratio: float
+    floor_ms: float
+    below_floor: bool
+    message: str
+
+    def to_json(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def score_clock(rounds: list[RoundClock], floor: Floor, floor_fraction: float) -> ClockScore:
+    """The grader's clock alone decides: the medians over the rounds of each program's time
+    per call, their ratio, and whether the student's time is below the physical floor (more
+    than 1/floor_fraction times faster than the GPU can go), which is a violation."""
+    if not rounds:
+        raise ValueError("score_clock needs at least one round")
+    reference = [r.reference_ms for r in rounds]
+    student = [r.student_ms for r in rounds]
+    reference_ms, student_ms = statistics.median(reference), statistics.median(student)
+    if reference_ms <= 0:
+        raise ValueError(f"the reference's time per call came out at {reference_ms:.4g} ms")
+    claims = [r.student_reported_ms for r in rounds if r.student_reported_ms is not None]
+    reported = statistics.median(claims) if claims else None
+    below = student_ms < floor_fraction * floor.floor_ms
+    message = ""
+    if below:
+        message = (f"Your code's time per call on the grader's clock, {max(student_ms, 0):.4g} ms, is below what "
+                   f"this GPU can do at all for this case ({floor.floor_ms:.4g} ms: the lab's byte model at "
+                   f"{floor.copy_gbps:.0f} GB/s, the copy bandwidth measured now, or its FLOP model at "
+                   f"{floor.fp32_tflops:.1f} TFLOP/s, the FP32 peak). Part of the work was not timed (run "
+                   "before or after the timed call, or on another stream), so it earns no performance points.")
+    elif reported is not None:
+        message = (f"Your program's own CUDA events said {reported:.4g} ms per call; the grade uses the grader's "
+                   f"clock: {student_ms:.4g} ms per call.")
+    return ClockScore(reference_ms=reference_ms, reference_rounds_ms=reference, reference_agreement=spread(reference),
+                      student_ms=student_ms, student_rounds_ms=student, student_reported_ms=reported,
+                      blank_ms=statistics.median(r.blank_ms for r in rounds),
+                      ratio=max(student_ms, 0.0) / reference_ms, floor_ms=floor.floor_ms, below_floor=below,
+                      message=message)
