@@ -1,52 +1,8 @@
 """A class graded by a cluster's scheduler: the protocol every scheduler shares, driven
 through an adapter of a few operations (Scheduler; slurm.Slurm is Slurm's).
 
-Each hand-in is graded exactly as the local executor grades it (batch.begin_job, then
-grade.finish, then Store.commit of records/<key>.json), in two job arrays with one task
-per hand-in:
-
-- the build array (CPU only): task i stages and builds hand-in i in the sandbox
-  (batch.begin_job). A hand-in that needs no GPU (rejected, not compiling, a forbidden
-  library) is finished and committed there and then; any other leaves its grade's
-  grade.Handoff (the result so far, the binary, the grade's scratch folder) in
-  DIR/.<scheduler>/<submission>/pending/<key>.json.
-- the GPU array: task i starts when build task i has succeeded, loads that hand-off, runs
-  grade.finish on the GPU the scheduler gave it (the probe, the correctness run, the
-  timing rounds, the checker) and commits the record.
-
-Why two arrays rather than one task that builds and then grades: a build is 3 to 10 s of
-nvcc on one CPU core and the GPU step about 6 s (an H100, vector_add), so a combined task
-would hold a GPU idle for about half of its time, while builds of a whole class can run
-side by side on CPU cores, which a cluster has far more of than GPUs. The cost is one more
-scheduling step per hand-in and a hand-off on shared storage: the build task's scratch
-folder, with the binary in it, is DIR/.<scheduler>/<submission>/work, never a node's own
-/tmp, since the two tasks of a hand-in may run on different nodes; the GPU task copies it
-to its own node's temporary folder before it runs anything, so that the runs' output
-dumps (hundreds of MB a grade) stay off the shared storage.
-
-A task runs `python -m cudalab.<scheduler> build|gpu FOLDER` (task_main) with the head's
-own interpreter and the head's configuration (in tasks.json), so the repository, the
-official build, the virtual environment, the hand-ins and DIR must be on storage that
-every node sees at the same path. The grade inside a task is the local one: the sandbox
-applies there as it does on this machine. Student ids are only data: the tasks' files are
-named by array index and by key (publish.safe_id), as records are.
-
-Following: the head (this process) asks the scheduler every poll how the tasks of its
-arrays are, reads the records as they are committed, and reports started/done to the
-progress reporter as the local executor does. A task that ends otherwise than completed
-without a record is looked up (its exit code and reason) and recorded as a scheduler
-failure (batch.scheduler_failure_result): status error, zero points, a sentence saying
-what the scheduler did. That record is no grade: the outputs show it as not graded, and
-the next run grades the hand-in again.
-
-Crash-safe: DIR/.<scheduler>/submissions.json (the ledger) holds every submission's job
-ids, written atomically before and after each submission. Both arrays are submitted held
-and released (the build array first) only once both ids are in the ledger, so a head
-killed while submitting leaves at most a held array, which the next run finds by its job
-name and cancels before any of it ran. A head killed later (SIGKILL included) leaves its
-arrays running: the next run attaches to the tasks still queued or running and submits
-only the hand-ins that have neither a record nor a live task. Ctrl-C only stops
-following: the jobs run on, and the same command collects their grades.
+The protocol (two job arrays a hand-in, the hand-off between them, following, and taking
+up jobs again after a crash) and why it is so are in docs/architecture.md, "On a cluster".
 """
 from __future__ import annotations
 
