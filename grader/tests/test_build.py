@@ -185,6 +185,7 @@ def test_a_build_says_how_far_it_is_from_ninjas_step_lines():
 def test_a_build_with_nothing_to_do_says_nothing_and_one_with_work_says_what_first():
     said = []
     idle = build.BuildProgress("building them", say=said.append, heading=["Building x", "$ cmake --build b"])
+    idle("[0/2] Re-checking globbed directories...")  # what ninja says first where CMake globs
     idle("ninja: no work to do.")
     assert said == []  # every command after the first: silent
     busy = build.BuildProgress("building them", say=said.append, heading=["Building x", "$ cmake --build b"])

@@ -161,7 +161,7 @@ class BuildProgress:
 
     def __call__(self, line: str) -> None:
         step = self._STEP.match(line)
-        if step is None:
+        if step is None or step[1] == "0":  # "[0/2] Re-checking globbed directories...": no step yet
             return
         for said in self.heading:
             self.say(said)
