@@ -413,6 +413,8 @@ def test_hand_ins_without_a_grade_are_graded_again_and_the_batch_says_so(toy_con
     code, _, stderr = run_batch(toy_config, folder, out)
     assert code == 23, stderr
     assert {r["result"]["status"] for r in records(out).values()} == {"not_run"}
+    said_first = stderr.index("nothing can be graded here (")  # before the first hand-in, not after the last
+    assert said_first < stderr.index("[1/3]") and "no device" in stderr[said_first:stderr.index("[1/3]")].lower()
     last = [line for line in stderr.splitlines() if not line.startswith("wrote ")][-1]
     assert last.startswith("0 of 3 hand-ins have a grade; 3 not graded: no GPU on the grading machine. Run the "
                            "same command again"), stderr

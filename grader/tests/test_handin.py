@@ -229,3 +229,18 @@ def test_a_grade_keeps_the_written_answers_as_text_and_within_a_cap(tmp_path):
     (folder / "README.md").unlink()
     assert handin.written_answers(handin.read_hand_in(folder, sobel, config), sobel)["readme"] is None
     assert handin.written_answers(handin.read_hand_in(folder, vector_add, config), vector_add) is None
+
+
+def test_a_labs_written_answers_are_not_called_an_ignored_file_by_its_builds(tmp_path):
+    """README.md is part of a sobel hand-in (its written answers), so `run` and `grade` never
+    warn that it was ignored; beside vector_add.cu, which asks for none, it is worth a word."""
+    from cudalab.building import build
+    config = repo_config(tmp_path)
+    for lab, warned in (("sobel", []), ("vector_add", ["README.md"])):
+        spec = labs.load_lab(config, lab)
+        folder = tmp_path / lab
+        folder.mkdir()
+        (folder / spec.files[0]).write_text("// my kernels\n")
+        (folder / "README.md").write_text("32x8 was fastest.\n")
+        staged = build.stage_submission(spec, folder, tmp_path / f"{lab}-work" / "src")
+        assert staged.ignored_files(spec) == warned, lab

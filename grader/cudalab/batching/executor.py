@@ -105,13 +105,19 @@ class LocalExecutor(Executor):
         """Each GPU once: what it is, and that the reference runs on it. A GPU whose probe
         fails is still used: each grade then probes it itself and says what is wrong."""
         devices: dict[str, dict | None] = {}
+        why_not: list[str] = []
         for gpu in self.gpus:
             reporter.phase(f"checking that the reference solution runs on GPU {gpu or '(default)'}")
             try:
                 devices[gpu] = grade.probe_device(dataclasses.replace(self.config, gpu_device=gpu), plan.spec)
-            except CudalabError:
+            except CudalabError as err:
                 devices[gpu] = None
+                why_not.append(str(err).split(". So ")[0])
         self.device = next((d for d in devices.values() if d), None)
+        if self.device is None and why_not:  # said before the first hand-in, not after the last
+            reporter.phase(f"nothing can be graded here ({why_not[0]}): every hand-in is built and its form "
+                           "checked, and none gets a grade; the same command, run where the reference runs, "
+                           "grades them")
         return devices
 
     def run(self, plan, reporter) -> None:

@@ -48,11 +48,12 @@ class StagedSubmission:
     copied: list[str]
     ignored: list[str] = field(default_factory=list)  # folders end in '/'
 
-    @property
-    def ignored_files(self) -> list[str]:
+    def ignored_files(self, spec: LabSpec) -> list[str]:
         """The ignored files beside the lab's own: worth a warning (a file meant to be part
-        of the work). Folders (build/, ladder/, ...) are listed in `ignored` only."""
-        return [name for name in self.ignored if not name.endswith("/")]
+        of the work). Folders (build/, ladder/, ...) are listed in `ignored` only, and a lab's
+        written answers (README.md) are part of the hand-in, though no build needs them."""
+        answers = {handin.README} if spec.accepts_readme else set()
+        return [name for name in self.ignored if not name.endswith("/") and name not in answers]
 
 
 @dataclass
@@ -580,7 +581,7 @@ def build_submission(config: Config, spec: LabSpec, folder: Path, work: Path) ->
     lab's SDK: the hand-in checks that run at grade time (compile, symbols, forbidden, ...:
     handin_checks.py), then the link; the first failing step raises."""
     builder = SubmissionBuilder(config, spec, folder, work)
-    for name in builder.staged.ignored_files:
+    for name in builder.staged.ignored_files(spec):
         console.warn(f"ignored {name}: the {spec.name} lab only takes {', '.join(spec.files)}")
     context = handin_checks.CheckContext(config, spec, builder=builder)
     # The grade-time checks in the registry's order, the first that fails raising. Once the

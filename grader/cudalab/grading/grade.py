@@ -574,7 +574,7 @@ def begin(config: Config, lab: str, folder: Path, seed: int | None = None,
             raise
         result["build"].update(status="built", copied=built.staged.copied, ignored=built.staged.ignored)
         result["warnings"] += [f"{name} was ignored: the {spec.name} lab only takes "
-                               f"{', '.join(spec.files)}." for name in built.staged.ignored_files]
+                               f"{', '.join(spec.files)}." for name in built.staged.ignored_files(spec)]
         pending.binary = built.binary
     except Exception as err:  # recorded now, reported by finish()
         pending.error = err
