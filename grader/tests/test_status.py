@@ -257,30 +257,30 @@ STATUS_WORDS = frozenset(member.value for enum in STATUS_ENUMS for member in enu
 # (grade.py, runner.py, batch.py). A module may name fewer; a new one fails
 # test_no_module_spells_out_a_status_beside_the_table.
 SPELLED_OUT = {
-    "build.py": {"error": 1, "forbidden": 1},              # a build log's severity; the forbidden check's name
-    "calibrate.py": {"error": 1, "passed": 2, "skipped": 3},  # a calibration row's own words
-    "calibration.py": {"skipped": 3},                      # a calibration case's status
-    "check.py": {"skipped": 1},                            # a receipt check's verdict
+    "building/build.py": {"error": 1, "forbidden": 1},              # a build log's severity; the forbidden check's name
+    "grading/calibrate.py": {"error": 1, "passed": 2, "skipped": 3},  # a calibration row's own words
+    "grading/calibration.py": {"skipped": 3},                      # a calibration case's status
+    "intake/check.py": {"skipped": 1},                            # a receipt check's verdict
     "commands/calibrate.py": {"not_run": 1, "passed": 1, "skipped": 3},
     "commands/ladder.py": {"error": 1, "passed": 2, "skipped": 1},  # a ladder row's verdict
     "commands/run.py": {"error": 1, "failed": 2, "passed": 4, "skipped": 4},  # `cudalab run`'s verdicts
     "errors.py": {"usage": 1},                             # a usage error's word: no grade status
-    "forbidden.py": {"error": 2, "forbidden": 2},
-    "grade.py": {"clean": 1, "error": 1, "errors": 1, "failed": 4, "none": 1, "passed": 7, "scored": 2,
+    "intake/forbidden.py": {"error": 2, "forbidden": 2},
+    "grading/grade.py": {"clean": 1, "error": 1, "errors": 1, "failed": 4, "none": 1, "passed": 7, "scored": 2,
                  "skipped": 2, "zero": 2},                 # the writer of a grade's sections
-    "handin.py": {"error": 12},                            # a hand-in finding's severity
-    "handin_checks.py": {"error": 10, "failed": 3, "forbidden": 2, "passed": 5, "skipped": 3},  # the receipt's
+    "intake/handin.py": {"error": 12},                            # a hand-in finding's severity
+    "intake/handin_checks.py": {"error": 10, "failed": 3, "forbidden": 2, "passed": 5, "skipped": 3},  # the receipt's
                                                            # verdicts and severities; the forbidden check's name
-    "handout.py": {"none": 1, "passed": 2, "skipped": 1},  # the measured figures' rows
-    "labspec.py": {"forbidden": 2, "none": 2},             # lab.toml's words
-    "ladder.py": {"error": 1, "passed": 3, "skipped": 9},  # a ladder row's verdict
-    "pacer.py": {"error": 1},
-    "profile.py": {"error": 1, "none": 1},
-    "publish.py": {"failed": 1, "passed": 1},              # Gradescope's test statuses
-    "run.py": {"passed": 1},
-    "runner.py": {"cuda_error": 1, "failed": 1, "internal": 1, "no_device": 1, "usage": 1},
-    "sandbox.py": {"none": 1},                             # an isolation's kind
-    "slurm.py": {"failed": 1},                             # a Slurm job's state
+    "outputs/handout.py": {"none": 1, "passed": 2, "skipped": 1},  # the measured figures' rows
+    "lab/labspec.py": {"forbidden": 2, "none": 2},             # lab.toml's words
+    "grading/ladder.py": {"error": 1, "passed": 3, "skipped": 9},  # a ladder row's verdict
+    "grading/pacer.py": {"error": 1},
+    "grading/profile.py": {"error": 1, "none": 1},
+    "outputs/publish.py": {"failed": 1, "passed": 1},              # Gradescope's test statuses
+    "grading/run.py": {"passed": 1},
+    "isolation/runner.py": {"cuda_error": 1, "failed": 1, "internal": 1, "no_device": 1, "usage": 1},
+    "isolation/sandbox.py": {"none": 1},                             # an isolation's kind
+    "batching/slurm.py": {"failed": 1},                             # a Slurm job's state
 }
 
 
