@@ -48,8 +48,13 @@ class ForbiddenError(CompileError):
 
 
 class NoDeviceError(CudalabError):
+    """Nothing could run here; `why` is the device's own reason, without what it means for a grade."""
     exit_code = Status.NOT_RUN.exit_code
     status = Status.NOT_RUN.value
+
+    def __init__(self, message: str, why: str = ""):
+        super().__init__(message)
+        self.why = why or message
 
 
 class NotIsolatedError(CudalabError):

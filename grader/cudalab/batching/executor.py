@@ -25,7 +25,7 @@ from ..isolation import cpus
 from ..grading import grade
 from .batch import begin_job, grader_failure_result
 from ..config import Config
-from ..errors import CudalabError, UsageError
+from ..errors import CudalabError, NoDeviceError, UsageError
 from ..grading.audit import AuditServer
 from ..isolation.runner import fresh_dir, scratch_dir
 from ..isolation.trees import remove_tree
@@ -112,7 +112,7 @@ class LocalExecutor(Executor):
                 devices[gpu] = grade.probe_device(dataclasses.replace(self.config, gpu_device=gpu), plan.spec)
             except CudalabError as err:
                 devices[gpu] = None
-                why_not.append(str(err).split(". So ")[0])
+                why_not.append(err.why if isinstance(err, NoDeviceError) else str(err))
         self.device = next((d for d in devices.values() if d), None)
         if self.device is None and why_not:  # said before the first hand-in, not after the last
             reporter.phase(f"nothing can be graded here ({why_not[0]}): every hand-in is built and its form "

@@ -89,7 +89,7 @@ class GradingSession:
                    "There is no CUDA device on this machine (the reference solution exits with 'no device')")
             raise NoDeviceError(f"{why}. So the submission was built but not run. No grade was given; "
                                 "grade it on a machine with a working GPU (`cudalab doctor` says what "
-                                "this one can do).")
+                                "this one can do).", why=why)
         if result.exit_code != Harness.PASSED:
             raise GraderError(f"The reference solution failed on case {first} on this machine "
                               f"({failure_reason(result)}). This is a problem with the lab or "

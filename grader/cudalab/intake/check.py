@@ -66,8 +66,7 @@ class HandInChecking:
                  not_run_because: str = "--no-run was given"):
         self.config, self.spec, self.path = config, spec, Path(path)
         self.context = handin_checks.CheckContext(config, spec, path=self.path, run_programs=run,
-                                                  not_run_because=not_run_because)
-        self.context.seed = labs.choose_seed(seed)
+                                                  not_run_because=not_run_because, seed=labs.choose_seed(seed))
 
     def run(self, tmp: Path) -> None:
         def start_build(staged: Path) -> build.SubmissionBuilder:

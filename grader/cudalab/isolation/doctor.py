@@ -93,7 +93,7 @@ def _sandbox(config: Config) -> Finding:
     """The sandbox in a line: what kind, and what it lacks (`cudalab doctor --json` and every
     result's isolation have the full list of what is in force)."""
     isolation = Sandbox.detect(config).isolation_for(run_limits(config))
-    head = isolation.describe().split("; in force:")[0]
+    head = isolation.headline()
     if isolation.official:
         lacks = f"; lacking: {'; '.join(isolation.missing)}" if isolation.missing else ""
         return Finding("sandbox", True, head + lacks)

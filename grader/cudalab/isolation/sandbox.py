@@ -247,10 +247,13 @@ class Isolation:
         return (self.kind == "bubblewrap" and (self.uid is not None or os.geteuid() != 0)
                 and self.memory_limited)
 
-    def describe(self) -> str:
+    def headline(self) -> str:
+        """What kind of isolation, in a few words ("bubblewrap sandbox (official)")."""
         head = "bubblewrap sandbox" if self.kind == "bubblewrap" else "no sandbox"
-        head += " (official)" if self.official else " (not official)"
-        text = f"{head}; in force: {'; '.join(self.in_force) or 'nothing'}"
+        return head + (" (official)" if self.official else " (not official)")
+
+    def describe(self) -> str:
+        text = f"{self.headline()}; in force: {'; '.join(self.in_force) or 'nothing'}"
         if self.missing:
             text += f"; missing: {'; '.join(self.missing)}"
         return text
@@ -1125,24 +1128,24 @@ def _choose_bubblewrap(config: Config) -> tuple[_Bubblewrap | None, str]:
     as_root = os.geteuid() == 0
     # Best first: as the unprivileged uid with no nested user namespaces; then without that
     # extra; as root (capabilities dropped) only where the uid switch cannot work at all.
-    failures: list[tuple[int | None, bool, str]] = []
+    failures: list[tuple[int | None, bool, str, str]] = []  # uid, nested, the sentence, bubblewrap's words
     for uid in ([config.sandbox_uid, None] if as_root else [None]):
         for extra in (_BWRAP_NO_NESTED_USERNS, ()):
             said = _probe_bwrap(program, _BWRAP_BASE + extra, uid)
             if said:
                 who = f"as uid {uid}" if uid is not None else "as the grader's own user"
                 tried = " ".join(_BWRAP_BASE + extra)
-                failures.append((uid, bool(extra), f"{tried} {who}: {said}"))
+                failures.append((uid, bool(extra), f"{tried} {who}: {said}", said))
                 continue
             missing = []
             if as_root and uid is None:
                 missing.append(f"could not run bubblewrap as uid {config.sandbox_uid} ("
-                               + "; ".join(f for u, _, f in failures if u is not None)
+                               + "; ".join(f for u, _, f, _ in failures if u is not None)
                                + "): the program runs as root, with all capabilities dropped; "
                                "let unprivileged users create user namespaces (sysctl "
                                "kernel.unprivileged_userns_clone=1 or user.max_user_namespaces)")
             if not extra:
-                said = next((f for u, nested, f in failures if u == uid and nested), "")
+                said = next((f for u, nested, f, _ in failures if u == uid and nested), "")
                 missing.append("the program may create user namespaces of its own: bubblewrap "
                                f"refused --disable-userns ({said})")
             sized = not _probe_bwrap(program, _BWRAP_BASE + extra, uid, tmp_bytes=1024 * 1024)
@@ -1160,12 +1163,11 @@ USERNS_FIX = ("let unprivileged users create user namespaces: on Ubuntu 23.10 an
               "with user namespaces allowed; or grade on a machine where bubblewrap works")
 
 
-def unusable_bubblewrap(program: str, failures: list[tuple[int | None, bool, str]]) -> str:
+def unusable_bubblewrap(program: str, failures: list[tuple[int | None, bool, str, str]]) -> str:
     """Why bubblewrap cannot sandbox here, in one sentence: each distinct thing it said once,
     with the ways that ended so (as which user, with or without --disable-userns)."""
     said: dict[str, list[str]] = {}
-    for uid, nested, failure in failures:
-        message = failure.split(": ", 1)[1] if ": " in failure else failure
+    for uid, nested, _, message in failures:
         who = f"as uid {uid}" if uid is not None else "as the grader's own user"
         said.setdefault(message, []).append(who + (" with --disable-userns" if nested else ""))
     if len(said) == 1:
