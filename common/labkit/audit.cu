@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -508,12 +509,18 @@ int run_auditor(const Problem& problem, const MakeDeviceRun& make_run, const Cas
                 else breach("wrote '" + said + "' before it was asked for anything");
                 continue;
             }
+            // The auditor's own clock (steady, in this official process) splits the sample's
+            // window into preparation, the program's answer and the seal: the grader scores the
+            // whole window, whose edges the program cannot move.
+            const auto prepare_from = std::chrono::steady_clock::now();
             audit.prepare();
+            const auto go_at = std::chrono::steady_clock::now();
             if (!to.write_line(kind == "blank" ? "go " + n + " blank" : "go " + n)) {
                 closed();
                 continue;
             }
             const LineChannel::Read answer = to.read_line(program.timeout_ms(), kAnswerSpinUs);
+            const auto answered_at = std::chrono::steady_clock::now();
             if (answer.status == LineChannel::Status::closed) {
                 closed();
                 continue;
@@ -544,7 +551,12 @@ int run_auditor(const Problem& problem, const MakeDeviceRun& make_run, const Cas
                 }
             }
             audit.seal(slot);
-            say("sealed " + n + " " + number_text(*ms));
+            const auto sealed_at = std::chrono::steady_clock::now();
+            auto ns = [](auto span) {
+                return std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(span).count());
+            };
+            say("sealed " + n + " " + number_text(*ms) + " " + ns(go_at - prepare_from) + " " +
+                ns(answered_at - go_at) + " " + ns(sealed_at - answered_at));
             if (kind == "blank") {  // nothing to verify: its outputs are the poison
                 say("verified " + n);
                 continue;

@@ -340,9 +340,12 @@ int run_bench(Session& s) {
 
 // How long a program spins on its control pipe before it sleeps: a "go" that comes while
 // it spins is seen at once, which keeps the start of its work on the grader's clock sharp.
-// Short: two programs wait for their turns in a round, and the CPUs left to timing also
-// carry the auditor and the grader's clock, each spinning while a sample runs.
-constexpr int kGoSpinUs = 200;
+// A round gives each of its three programs a turn every few milliseconds, so the spin
+// outlasts the wait: a program that slept woke about 0.15 ms late in a third to a half of
+// its samples (measured on an H200), and where that share fell in a round moved its
+// median by as much as a whole 0.2 ms call. The CPUs left to timing (cpus.py) hold the
+// spinning programs, the auditor and the grader's clock.
+constexpr int kGoSpinUs = 20000;
 
 __global__ void blank_sample_kernel() {}
 
@@ -379,6 +382,10 @@ int run_paced(Session& s) {
         if (blank) blank_sample_kernel<<<1, 1>>>();
         else run_code_under_test(c->run());
         LABKIT_CHECK(cudaEventRecord(stop));
+        // Polled, not waited for: a blocking wait can put the thread to sleep and wake it
+        // late, which the answer's time would carry (the same wake-up as above).
+        while (cudaEventQuery(stop) == cudaErrorNotReady) {
+        }
         LABKIT_CHECK(cudaDeviceSynchronize());
         LABKIT_CHECK_LAUNCH();
         float ms = 0.0f;

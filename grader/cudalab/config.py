@@ -82,7 +82,7 @@ class Config:
                               "(gpu.exclusive): while one is timed, the others do their CPU work.")
     timing_cpus: int = _setting(-1, "CPUs kept free for timing: builds and checkers run on the "
                                 "others, so that they never compete with a timed program for a "
-                                "core; -1: a quarter of the CPUs on a machine of 8 or more, none "
+                                "core; -1: three eighths of the CPUs on a machine of 8 or more, none "
                                 "on a smaller one.")
     timing_rounds: int = _setting(3, "Rounds of alternating reference/submission timing runs.")
     kept_samples: int = _setting(2, "Timed samples per submission session, drawn in secret, that the "

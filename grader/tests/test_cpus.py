@@ -22,7 +22,7 @@ def with_cpus(config, n: int):
 
 def test_how_many_cpus_timing_keeps(toy_config):
     auto = with_cpus(toy_config, -1)
-    assert [cpus.reserved_count(auto, n) for n in (1, 2, 4, 7, 8, 16, 64)] == [0, 0, 0, 0, 2, 4, 16]
+    assert [cpus.reserved_count(auto, n) for n in (1, 2, 4, 7, 8, 16, 64)] == [0, 0, 0, 0, 3, 6, 24]
     assert cpus.reserved_count(with_cpus(toy_config, 3), 16) == 3
     assert cpus.reserved_count(with_cpus(toy_config, 40), 16) == 15  # the work keeps one at least
     assert cpus.work_cpus(with_cpus(toy_config, 0)) is None

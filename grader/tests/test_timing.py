@@ -146,8 +146,8 @@ def test_a_round_interleaves_the_references_samples_and_the_submissions_in_secre
     reference, student = run.reference, run.student
     assert reference.timed == 30 and len(reference.blank_ms) == 30 and student.timed == 30
     assert student.reported_ms == [1.5] * 30
-    blank = reference.blank_median_ms()
-    assert 1.3 < reference.call_ms(blank) < 20 and student.call_ms(blank) > reference.call_ms(blank)
+    times = run.per_call()
+    assert 1.3 < times.reference_ms < 20 and times.student_ms > times.reference_ms
     turns = [(s[2], s[3]) for s in samples_seen(auditor)]
     assert turns[:6] == [("reference", "timed"), ("blank", "blank"), ("student", "timed")] * 2  # the warm-ups
     main = turns[6:]
@@ -278,3 +278,87 @@ def test_what_the_auditor_sent_past_a_line_is_not_lost_between_processes():
     assert run.reference.timed == 0 and channel.number == 2 and channel.reader.buffer == b""
     ours.close()
     theirs.close()
+
+
+# --- what a round scores: the auditor's split of every sample ---------------------------------
+
+def _session(reference: list[list[float]], blank: list[list[float]], student: list[list[float]]):
+    from cudalab.grading.timing import PacedRun, SessionRun
+
+    def paced(splits, kind="timed"):
+        walls = [sum(x) + 0.03 for x in splits]  # the grader's own clock: a little more
+        run = PacedRun()
+        if kind == "blank":
+            run.blank_ms, run.blank_split_ms = walls, splits
+        else:
+            run.wall_ms, run.split_ms = walls, splits
+        return run
+
+    ref = paced(reference)
+    blanks = paced(blank, "blank")
+    ref.blank_ms, ref.blank_split_ms = blanks.blank_ms, blanks.blank_split_ms
+    return SessionRun(ref, paced(student))
+
+
+def _samples(answer_ms: float, n: int = 200, stalled: float = 0.0, seed: int = 1, seal_ms: float = 0.28,
+             spill: float = 0.0, spill_share: float = 0.0) -> list[list[float]]:
+    """n samples [preparation, answer, seal]: preparation and seal jitter by a few µs; a
+    share `stalled` of the answers wakes 0.15 ms late; a share `spill_share` moves `spill`
+    ms of the answer past 'done' into the seal."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        answer = answer_ms + rng.gauss(0, 0.001) + (0.15 if rng.random() < stalled else 0.0)
+        seal = seal_ms + rng.gauss(0, 0.002)
+        if rng.random() < spill_share:
+            answer, seal = answer - spill, seal + spill
+        out.append([0.36 + rng.gauss(0, 0.002), answer, seal])
+    return out
+
+
+def test_a_round_scores_the_auditors_split_and_wake_up_stalls_do_not_move_it():
+    # The same code as the reference, its samples stalled in a third (or a half) of them at
+    # random: its time per call stays within 1 % of the reference's. The medians of the same
+    # samples (what the grader scored before) move by most of the call.
+    for stalled in (0.0, 0.35, 0.5):
+        run = _session(_samples(0.34, seed=1, stalled=0.3), _samples(0.15, seed=2, stalled=0.3),
+                       _samples(0.34, seed=3, stalled=stalled))
+        times = run.per_call()
+        assert times.reference_ms == pytest.approx(0.19, rel=0.02)
+        assert times.student_ms / times.reference_ms == pytest.approx(1.0, abs=0.01)
+    stalled_half = _session(_samples(0.34, seed=1), _samples(0.15, seed=2), _samples(0.34, seed=3, stalled=0.55))
+    import statistics
+    median_ratio = ((statistics.median(stalled_half.student.wall_ms) - statistics.median(stalled_half.reference.blank_ms))
+                    / (statistics.median(stalled_half.reference.wall_ms)
+                       - statistics.median(stalled_half.reference.blank_ms)))
+    assert median_ratio > 1.5  # the old statistic: a correct submission scored as 1.5 times slower
+
+
+def test_work_moved_past_done_into_the_seal_is_counted_whole():
+    # A program that says 'done' before its work is over, in some or all of its samples,
+    # moves that work into the auditor's seal: the low quantile of the answers alone would
+    # pay it (0.1 ms a call off), the split's outside part counts it back.
+    honest = _session(_samples(0.34, seed=1), _samples(0.15, seed=2), _samples(0.34, seed=3)).per_call()
+    for share in (0.25, 0.5, 1.0):
+        early = _session(_samples(0.34, seed=1), _samples(0.15, seed=2),
+                         _samples(0.34, seed=3, spill=0.1, spill_share=share)).per_call()
+        assert early.student_ms >= honest.student_ms - 0.002  # at most the cap's slack, about a µs
+
+
+def test_without_the_auditors_split_a_round_falls_back_to_the_graders_clock():
+    run = _session(_samples(0.34, seed=1), _samples(0.15, seed=2), _samples(0.68, seed=3))
+    for paced in (run.reference, run.student):
+        paced.split_ms = []
+    run.reference.blank_split_ms = []
+    times = run.per_call()
+    assert times.student_ms / times.reference_ms == pytest.approx((0.68 - 0.15) / (0.34 - 0.15), rel=0.03)
+
+
+def test_the_auditors_sealed_line_carries_its_split(monkeypatch):
+    mine, theirs = socket.socketpair()
+    channel = AuditorChannel(mine.fileno())
+    theirs.sendall(b"staged\nsealed 0 1.5 360000 190000 280000\nverified 0\n")
+    number, wall_ms, reported, wrong, split = channel._sample("reference", "timed", -1, 7, 5.0)
+    assert (number, reported, wrong) == (0, 1.5, None)
+    assert split == pytest.approx([0.36, 0.19, 0.28])
+    mine.close(), theirs.close()

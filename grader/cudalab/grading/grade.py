@@ -281,8 +281,8 @@ class GradingSession:
                 samples = samples or run.reference.timed
                 perf["samples"] = samples
                 pending += [checks.submit(self._check_kept_sample, dump, k) for dump, k in taken]
-                blank_ms = run.reference.blank_median_ms()
-                reference_ms = run.reference.call_ms(blank_ms)
+                times = run.per_call()
+                blank_ms, reference_ms = times.blank_ms, times.reference_ms
                 if not reference_is_plausible(reference_ms, server.floor.floor_ms):
                     # The clock measured noise, not the reference: this round says nothing of
                     # the submission, which is timed again (its kept samples are still checked).
@@ -298,7 +298,7 @@ class GradingSession:
                             "Grade it again on a quieter machine.")
                     number -= 1
                     continue
-                rounds.append(RoundClock(reference_ms=reference_ms, student_ms=sub.call_ms(blank_ms),
+                rounds.append(RoundClock(reference_ms=reference_ms, student_ms=times.student_ms,
                                          blank_ms=blank_ms, student_reported_ms=sub.reported_median_ms()))
                 perf["rounds"].append({**asdict(rounds[-1]), "kept_samples": [k.number for k in sub.kept],
                                        "seconds": seconds})

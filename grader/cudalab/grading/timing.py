@@ -19,8 +19,10 @@ between processes) is measured by blank samples that only the course's reference
 runs: "go N blank" times nothing. In a timing round the reference's timed and blank samples
 and the submission's timed samples are interleaved in an order drawn in secret, so that
 whatever drifts during a round (clocks, the cost of the protocol) drifts for all three
-alike. A process's time per call is the median of its timed samples less the median of the
-blank ones. The event time a program reports is shown, never scored.
+alike. Each sample is timed by the auditor's own clock too, split into its preparation, the
+program's answer and the seal; a process's time per call is a low quantile of its samples'
+times less the blanks' (SessionRun.per_call says why that is both sharp and safe). The event
+time a program reports is shown, never scored.
 """
 from __future__ import annotations
 
@@ -68,6 +70,10 @@ class PacedRun:
     wall_ms: list[float] = field(default_factory=list)       # timed samples, grader's clock
     blank_ms: list[float] = field(default_factory=list)      # blank samples (the reference's only)
     reported_ms: list[float] = field(default_factory=list)   # the program's own event times: shown only
+    # The auditor's own clock's split of each timed (and blank) sample: [preparation, the
+    # program's answer from 'go' to 'done', the seal], in ms (official code, see AuditorChannel).
+    split_ms: list[list[float]] = field(default_factory=list)
+    blank_split_ms: list[list[float]] = field(default_factory=list)
     kept: list[KeptSample] = field(default_factory=list)
     stopped_early: bool = False
     wrong: str = ""  # what the auditor found wrong with the first sample that failed its verification
@@ -75,14 +81,6 @@ class PacedRun:
     @property
     def timed(self) -> int:
         return len(self.wall_ms)
-
-    def blank_median_ms(self) -> float:
-        return statistics.median(self.blank_ms) if self.blank_ms else 0.0
-
-    def call_ms(self, blank_ms: float) -> float:
-        """One call of the code under test on the grader's clock: the median timed sample
-        less the protocol's own cost (`blank_ms`, measured by the reference's blanks)."""
-        return statistics.median(self.wall_ms) - blank_ms
 
     def reported_median_ms(self) -> float | None:
         return statistics.median(self.reported_ms) if self.reported_ms else None
@@ -154,11 +152,72 @@ class Pace:
     stop_when: "TooSlow | None" = None   # ends the session early
 
 
+# What a round scores (docs/architecture.md, "Paced timing"). Each sample's time is the
+# auditor's split of it: the program's answer (from 'go' to 'done') plus the auditor's own
+# preparation and seal. Preparation and seal are the same copies for every program (a few
+# microseconds apart), so a sample's outside part is never counted below SEAL_CAP_QUANTILE (the
+# median) of the official samples' outside parts in the same round: half their noise then
+# drops out, while any work of a program's that spills past its 'done' (or into its
+# preparation) lengthens its own seal (or preparation) and is counted whole, less at most the
+# median's slack (about a microsecond: below the median by half the copies' own jitter). A
+# program's time per call is SCORED_QUANTILE of its samples' times less that of the blanks:
+# every sample is verified, so a fast sample did the whole work; the quantile keeps the
+# host's occasional wake-up stalls (a second mode about 0.15 ms up, measured on an H200) out
+# of the score, for the reference, the blanks and the submission alike.
+SCORED_QUANTILE = 0.2
+SEAL_CAP_QUANTILE = 0.5
+
+
+def quantile(values: list[float], q: float) -> float:
+    """The q-quantile of `values`, interpolated between order statistics (0 when empty)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    if low + 1 >= len(ordered):
+        return ordered[-1]
+    return ordered[low] + (ordered[low + 1] - ordered[low]) * (position - low)
+
+
+@dataclass(frozen=True)
+class PerCall:
+    """A round's times per call on the grader's clock, after the protocol's own cost."""
+    reference_ms: float
+    student_ms: float | None
+    blank_ms: float             # the protocol's cost itself (the blanks' scored statistic)
+
+
+def _outside(split: list[float]) -> float:
+    return split[0] + split[2]
+
+
 @dataclass
 class SessionRun:
     """A session's samples: the reference's (timed and blank) and the submission's."""
     reference: PacedRun = field(default_factory=PacedRun)
     student: PacedRun | None = None
+
+    def _samples(self, wall: list[float], splits: list[list[float]], cap: float | None) -> list[float]:
+        if cap is None:  # an auditor that gave no split: the grader's own clock
+            return wall
+        return [split[1] + max(_outside(split), cap) for split in splits]
+
+    def per_call(self) -> PerCall:
+        """Each program's time per call in this round (SCORED_QUANTILE of its samples, above),
+        less the blanks'. The auditor's split is used where every sample of the round has
+        one, else the grader's own clock."""
+        reference, student = self.reference, self.student
+        every = [reference.split_ms, reference.blank_split_ms] + ([student.split_ms] if student else [])
+        lists = [reference.wall_ms, reference.blank_ms] + ([student.wall_ms] if student else [])
+        split = all(len(s) == len(w) and all(len(x) == 3 for x in s) for s, w in zip(every, lists))
+        official = [_outside(x) for x in reference.split_ms + reference.blank_split_ms] if split else []
+        cap = quantile(official, SEAL_CAP_QUANTILE) if split and official else None
+        blank = quantile(self._samples(reference.blank_ms, reference.blank_split_ms, cap), SCORED_QUANTILE)
+        reference_ms = quantile(self._samples(reference.wall_ms, reference.split_ms, cap), SCORED_QUANTILE) - blank
+        student_ms = (quantile(self._samples(student.wall_ms, student.split_ms, cap), SCORED_QUANTILE) - blank
+                      if student is not None and student.wall_ms else None)
+        return PerCall(reference_ms=reference_ms, student_ms=student_ms, blank_ms=blank)
 
 
 # The course's reference is official code: on the grader's clock it cannot be much faster
@@ -192,13 +251,12 @@ class TooSlow:
         reference, student = run.reference, run.student
         if student is None or student.timed < self.after or not reference.blank_ms or not reference.wall_ms:
             return False
-        blank = reference.blank_median_ms()
-        reference_ms = reference.call_ms(blank)
-        return (reference_ms > 0 and reference_is_plausible(reference_ms, self.floor_ms)
-                and student.call_ms(blank) / reference_ms > self.limit)
+        times = run.per_call()
+        return (times.reference_ms > 0 and reference_is_plausible(times.reference_ms, self.floor_ms)
+                and times.student_ms is not None and times.student_ms / times.reference_ms > self.limit)
 
 
-_SEALED = re.compile(r"sealed (\d+) (\S+)")
+_SEALED = re.compile(r"sealed (\d+) (\S+)(?: (\d+) (\d+) (\d+))?")
 _VERDICT = re.compile(r"(verified|differs) (\d+)(?: (.*))?")
 
 
@@ -222,9 +280,10 @@ class AuditorChannel:
         send_line(self.fd, line, closed=AuditorError)
 
     def _sample(self, program: str, kind: str, slot: int, seed: int,
-                timeout_s: float) -> tuple[int, float, float, str | None]:
+                timeout_s: float) -> tuple[int, float, float, str | None, list[float]]:
         """One sample: its number, its time on the grader's clock in ms, the time the
-        program reported, and what its verification found wrong (None: nothing).
+        program reported, what its verification found wrong (None: nothing), and the
+        auditor's split of it (preparation, answer, seal in ms; empty when not given).
         ProtocolError for a program's faults, AuditorError for the auditor's."""
         self.send(f"stage {seed}")  # its inputs, made off the clock where the program cannot see them
         self.expect("staged", timeout_s + 10)
@@ -239,6 +298,7 @@ class AuditorChannel:
         sealed = _SEALED.fullmatch(line)
         if sealed and int(sealed.group(1)) == number:
             reported = float(sealed.group(2))
+            split = [int(part) / 1e6 for part in sealed.groups()[2:]] if sealed.group(3) else []
         elif line.startswith(f"breach {number} {program} "):
             raise ProtocolError(line[len(f"breach {number} {program} "):], program)
         elif line == f"closed {number} {program}":
@@ -250,7 +310,7 @@ class AuditorChannel:
         if not verdict or int(verdict.group(2)) != number:
             raise AuditorError(f"the auditor answered sample {number}'s verification with {line[:120]!r}")
         wrong = f"sample {number} was wrong: {verdict.group(3)}" if verdict.group(1) == "differs" else None
-        return number, wall_ms, reported, wrong
+        return number, wall_ms, reported, wrong, split
 
     def session(self, pace: Pace, rng=secrets.SystemRandom()) -> SessionRun:
         """One session: the reference's timed and blank samples and, with pace.student, the
@@ -268,7 +328,7 @@ class AuditorChannel:
         def sample(program: str, kind: str, slot: int = -1, warmup: bool = False) -> bool:
             """One sample recorded where it belongs; False once the submission was wrong."""
             seed = rng.getrandbits(64)
-            number, wall_ms, reported, wrong = self._sample(program, kind, slot, seed, pace.sample_timeout_s)
+            number, wall_ms, reported, wrong, split = self._sample(program, kind, slot, seed, pace.sample_timeout_s)
             into = run.student if program == STUDENT else run.reference  # blanks are the official side's
             if wrong and program != STUDENT:  # the reference disagreed with itself: the grader's problem
                 raise AuditorError(f"the reference program's {wrong} (checked against the auditor's own run)")
@@ -279,9 +339,11 @@ class AuditorChannel:
                 return True
             if kind == "blank":
                 into.blank_ms.append(wall_ms)
+                into.blank_split_ms.append(split)
                 return True
             into.wall_ms.append(wall_ms)
             into.reported_ms.append(reported)
+            into.split_ms.append(split)
             if slot >= 0:
                 into.kept.append(KeptSample(number, seed, slot))
             return True
