@@ -53,6 +53,8 @@ def test_the_real_labs_load():
     ('source = "ladder/simple.cu"', 'source = "ladder/toy.cu"', "two ladder sources are called 'toy'"),
     ('correctness_points = 60', 'correctness_points = true', "'correctness_points' must be an integer or a number, not a boolean"),
     ('correctness_points = 60\n', '', "[scoring]: missing key 'correctness_points'"),
+    ('correctness_points = 60\n', 'correctness_points = 60\ntiming_rounds = 12\n', "'timing_rounds' must be a whole number from 1 to 9"),
+    ('correctness_points = 60\n', 'correctness_points = 60\ntiming_rounds = 2.5\n', "'timing_rounds' must be a whole number from 1 to 9"),
 ])
 def test_validation_errors_are_sentences(tmp_path, old, new, expected):
     assert old in TOY_LAB_TOML
@@ -241,6 +243,13 @@ def test_a_case_that_tiles_a_photograph_embeds_it_at_any_size(tmp_path):
     with pytest.raises(labspec.LabSpecError, match="'tiles' must name a dataset image"):
         load_text(tmp_path, (REPO_ROOT / "labs" / "sobel" / "lab.toml").read_text()
                   .replace('name = "sobel"', 'name = "toy"').replace('tiles = "chelsea"', 'tiles = "../x"'))
+
+
+def test_a_lab_may_ask_for_more_timing_rounds_than_the_default(tmp_path):
+    assert load_text(tmp_path, TOY_LAB_TOML).scoring.rounds(3) == 3
+    asked = TOY_LAB_TOML.replace("correctness_points = 60\n", "correctness_points = 60\ntiming_rounds = 5\n", 1)
+    assert load_text(tmp_path, asked).scoring.rounds(3) == 5
+    assert labspec.load(REPO_ROOT / "labs" / "reduction" / "lab.toml").scoring.rounds(3) == 5
 
 
 def test_which_labs_have_only_exact_outputs():

@@ -556,7 +556,7 @@ class RemoteExecutor(Executor):
         config = self.config
         if step == "build":
             return config.build_timeout_s + 600
-        runs = 2 + 2 * config.timing_rounds  # the probe, the correctness run, two per timing round
+        runs = 2 + 2 * spec.scoring.rounds(config.timing_rounds)  # the probe, the correctness run, two per timing round
         longest_run_s = max(config.process_timeout_s, spec.scoring.time_limit_s)
         return longest_run_s * runs + 4 * config.sanitizer_timeout_s + 600
 

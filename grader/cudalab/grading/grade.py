@@ -248,13 +248,14 @@ class GradingSession:
                   or AuditServer(self.runner, self.reference, case, config.sample_timeout_s, kept))
         # Each round's kept samples are checked while the next rounds run: the checker is on
         # the work CPUs (cpus.py), never on those left to timing, and reads only its own dump.
-        checks = ThreadPoolExecutor(max_workers=config.timing_rounds * kept, thread_name_prefix="kept-check")
+        timing_rounds = scoring.rounds(config.timing_rounds)
+        checks = ThreadPoolExecutor(max_workers=timing_rounds * kept, thread_name_prefix="kept-check")
         pending: list = []
         dumps: list[tuple[KeptDump, object]] = []  # every kept sample taken, released once checked
         voided: list[dict] = []  # rounds whose reference time was not one the GPU could give
         try:
             number = 0
-            while number < config.timing_rounds:
+            while number < timing_rounds:
                 number += 1
                 with gpu.exclusive(config.gpu_device):  # a round's samples, the GPU alone
                     seconds: dict = {}
@@ -264,8 +265,8 @@ class GradingSession:
                     with _seconds(seconds, "idle_check"):
                         self.gpu_waits.append(gpu.wait_until_idle(config.gpu_idle_wait_s,
                                                                   device=config.gpu_device, ignore=server.pids()))
-                    console.info(f"Timing round {number} of {config.timing_rounds} on {case}")
-                    keep = scoring.kept_in_round(number, config.timing_rounds, config.kept_samples,
+                    console.info(f"Timing round {number} of {timing_rounds} on {case}")
+                    keep = scoring.kept_in_round(number, timing_rounds, config.kept_samples,
                                                  self.spec.every_output_exact)
                     run = self.paced(server, self._pace(samples, keep=keep, stop_when=too_slow), seconds)
                     sub = run.student
@@ -288,7 +289,7 @@ class GradingSession:
                     # the submission, which is timed again (its kept samples are still checked).
                     voided.append({"reference_ms": reference_ms, "blank_ms": blank_ms, "seconds": seconds})
                     perf["voided_rounds"] = voided
-                    if len(voided) > config.timing_rounds:
+                    if len(voided) > timing_rounds:
                         raise GraderError(
                             f"The grader's clock could not time the reference on {case} on this machine: in "
                             f"{len(voided)} rounds it measured the course's own code faster than this GPU "

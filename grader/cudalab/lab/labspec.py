@@ -87,9 +87,16 @@ class Scoring:
     # 0: the grader's default (Config.kept_samples). A lab whose timed output the auditor's
     # own verification cannot judge closely (one float: reduction's sum) keeps more.
     kept_samples: int = 0
+    # Timing rounds of a grade; 0: the grader's default (Config.timing_rounds). A lab whose
+    # timed call is tens of microseconds (reduction's) is scored on the median of more rounds,
+    # since a microsecond is a per cent of it.
+    timing_rounds: int = 0
 
     def kept(self, default: int) -> int:
         return self.kept_samples or default
+
+    def rounds(self, default: int) -> int:
+        return self.timing_rounds or default
 
     def kept_in_round(self, number: int, rounds: int, default: int, exact: bool) -> int:
         """The timed samples kept for the checker in round `number` of `rounds`. None in the
@@ -428,7 +435,12 @@ def load(path: str | Path) -> LabSpec:
         reference=sc.get("reference", ""),
         time_limit_s=_time_limit(sc.get("time_limit_s", Scoring.time_limit_s), in_scoring),
         kept_samples=sc.get("kept_samples", 0),
+        timing_rounds=sc.get("timing_rounds", 0),
     )
+    if (isinstance(scoring.timing_rounds, bool) or not isinstance(scoring.timing_rounds, int)
+            or not 0 <= scoring.timing_rounds <= 9):
+        raise LabSpecError(f"{in_scoring}: 'timing_rounds' must be a whole number from 1 to 9 (timing rounds of a "
+                           "grade, scored on their median), or left out for the grader's default")
     if (isinstance(scoring.kept_samples, bool) or not isinstance(scoring.kept_samples, int)
             or not 0 <= scoring.kept_samples <= 16):
         raise LabSpecError(f"{in_scoring}: 'kept_samples' must be a whole number from 1 to 16 (timed samples per "
