@@ -14,7 +14,7 @@ from __future__ import annotations
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from .store import Job, JobKind, JobState, now
+from .store import Job, JobKind, JobLine, JobState, now
 
 MAX_ATTEMPTS = 3
 
@@ -69,20 +69,25 @@ def waiting(session: Session, limit: int = 500) -> list[Job]:
 
 
 def recover(sessions: sessionmaker) -> tuple[int, int]:
-    """At start: the jobs the service died under go back to the queue (their lines so far
-    are dropped: the re-run prints them again). Returns (re-queued, given up)."""
+    """At start: the jobs the service died under go back to the queue. Their lines so far are
+    kept and a line says the job runs again, so that a client that reconnects after the
+    last line it saw misses nothing. Returns (re-queued, given up)."""
     requeued = given_up = 0
     with sessions() as session:
         for job in session.scalars(select(Job).where(Job.state == JobState.RUNNING)):
-            job.lines.clear()
+            last = max((line.seq for line in job.lines), default=0)
             if job.attempts >= MAX_ATTEMPTS:
                 job.state, job.charged, job.finished_at = JobState.GRADER_FAILED, False, now()
                 job.summary = (f"the service stopped while running this job {job.attempts} times, so it was "
                                "given up; it did not cost a try, and the course staff can look at why")
+                job.lines.append(JobLine(job_id=job.id, seq=last + 1, text="--- given up: " + job.summary, at=now()))
                 given_up += 1
             else:
                 job.state, job.started_at = JobState.QUEUED, None
                 job.summary = "queued again: the service restarted while it ran"
+                job.lines.append(JobLine(job_id=job.id, seq=last + 1, at=now(),
+                                         text="--- the service restarted while this job ran: it runs again "
+                                              "from the start ---"))
                 requeued += 1
         session.commit()
     return requeued, given_up

@@ -199,13 +199,13 @@ def open_database(url: str) -> sessionmaker:
         with engine.connect():
             pass
     except (SQLAlchemyError, OSError) as err:
-        raise UsageError(f"Could not open the course database {_without_password(url)}: "
+        raise UsageError(f"Could not open the course database {without_password(url)}: "
                          f"{str(err).splitlines()[0]}. Check that it exists and this user may write it "
                          "(or give another with --database).") from err
     return sessionmaker(engine, expire_on_commit=False)
 
 
-def _without_password(url: str) -> str:
+def without_password(url: str) -> str:
     try:
         return make_url(url).render_as_string(hide_password=True)
     except Exception:  # a URL SQLAlchemy cannot parse is said as given, minus nothing to hide
