@@ -40,7 +40,7 @@ from starlette.routing import Mount, Route
 
 from ..errors import UsageError
 from ..outputs import publish
-from . import policy, queue, tokens
+from . import leaderboard, policy, queue, tokens
 from .spec import CourseSpec, LabOffer
 from .store import HandIn, Job, JobKind, JobLine, JobState, Secret, SecretKind, Student, Upload, now, store_upload, \
     upload_path
@@ -699,20 +699,6 @@ def gradescope_json(job: Job) -> dict:
 
 
 def leaderboard_rows(service: CourseService, lab: str) -> list[dict]:
-    """Each student's best fully correct benchmarked try (pseudonyms only), fastest first;
-    a ratio within the larger noise of the row ranked above it shares that row's rank."""
+    """The lab's board as the pages show it (course/leaderboard.py ranks it)."""
     with service.sessions() as session:
-        rows = session.execute(select(Student.pseudonym, Job.ratio, Job.noise).join(Student, Student.id == Job.student_id)
-                               .where(Job.lab == lab, Job.kind == JobKind.TRY, Job.bench.is_(True),
-                                      Job.state == JobState.DONE, Job.exit_code == 0, Job.ratio.is_not(None),
-                                      Student.pseudonym.is_not(None))).all()
-    best: dict[str, tuple[float, float]] = {}
-    for name, ratio, noise in rows:
-        if name not in best or ratio < best[name][0]:
-            best[name] = (ratio, noise or 0.0)
-    ranked, out, rank = sorted(best.items(), key=lambda item: item[1][0]), [], 0
-    for index, (name, (ratio, noise)) in enumerate(ranked):
-        if index == 0 or ratio - out[-1]["ratio"] >= max(noise, out[-1]["noise"]) * out[-1]["ratio"]:
-            rank = index + 1
-        out.append({"rank": rank, "pseudonym": name, "ratio": ratio, "noise": noise})
-    return out
+        return [row.to_json() for row in leaderboard.lab_board(session, lab)]
