@@ -55,7 +55,7 @@ if [ ! -x .venv/bin/python ] || [ ! -f "$stamp" ] || [ grader/pyproject.toml -nt
   "$python" -m venv .venv
   # pip's and setuptools' chatter (an editable install always warns) goes to a log that
   # is shown only when the install fails.
-  grader="grader[test]"
+  grader="grader[test,service]"
   $bundle && grader="grader"
   if ! { .venv/bin/python -m pip install -q --upgrade pip && .venv/bin/python -m pip install -q -e "$grader"; } \
       >.venv/pip.log 2>&1; then

@@ -38,6 +38,8 @@ class Cli(IntEnum):
     NOT_ISOLATED = 25       # grade refused: no sandbox here (--allow-unisolated grades anyway)
     FORBIDDEN = 26          # the submission uses a library its lab forbids
     REJECTED = 27           # check: the hand-in would not be accepted (the receipt says why)
+    SERVICE_UNREACHABLE = 28  # submit: no answer from the course service (refused, timed out, not cudalab)
+    SERVICE_REFUSED = 29    # submit: the course service said no (token, deadline, try budget)
 
 
 def harness_status(code: int) -> str | None:

@@ -294,6 +294,8 @@ CLI_CODE_WORDS = {
     Cli.NOT_ISOLATED: ("sandbox",),
     Cli.FORBIDDEN: ("forbid",),
     Cli.REJECTED: ("accepted", "reject", "leak", "finding"),
+    Cli.SERVICE_UNREACHABLE: ("no answer", "cannot be reached", "unreachable"),
+    Cli.SERVICE_REFUSED: ("refuses", "refused by the course service"),
 }
 
 

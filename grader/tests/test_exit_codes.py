@@ -39,4 +39,4 @@ def test_status_words_match_the_json_vocabulary():
 
 
 def test_cli_codes_do_not_overlap_the_harness_codes_they_could_be_confused_with():
-    assert {int(c) for c in Cli} == {0, 2, 20, 21, 22, 23, 24, 25, 26, 27}
+    assert {int(c) for c in Cli} == {0, 2, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29}

@@ -37,7 +37,7 @@ _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 # How Canvas names each file of a submissions download: the student's sortable name, LATE
 # for a late one, the student's Canvas user id, the submission's id, the file's own name.
 _LMS_DOWNLOAD = re.compile(r"[^_]+_(?:LATE_)?(?P<lms_id>\d+)_\d+_.+")
-_ROSTER_COLUMNS = ("id", "name", "lms_id", "section")
+_ROSTER_COLUMNS = ("id", "name", "lms_id", "section", "email")
 _MANIFEST_ID_SHOWN = 100  # characters of a manifest's claimed id kept in the record and the flag
 
 
@@ -78,11 +78,12 @@ class RosterStudent:
     name: str = ""
     lms_id: str = ""
     section: str = ""
+    email: str = ""     # where the course service's token is sent (course/tokens.py)
 
 
 def read_roster(path: Path) -> list[RosterStudent]:
     """The instructor's roster: a CSV whose header names the columns id (required), name,
-    lms_id and section (each optional, in any order). UsageError, in a sentence, for a file
+    lms_id, section and email (each optional, in any order). UsageError, in a sentence, for a file
     that is not one."""
     try:
         text = Path(path).read_text(encoding="utf-8-sig")

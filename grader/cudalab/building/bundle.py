@@ -23,7 +23,7 @@ from pathlib import Path
 
 MARKER = "cudalab-bundle.json"
 SCHEMA = "cudalab.bundle/1"
-STUDENT_VERBS = ("new", "build", "run", "check", "pack", "handout", "doctor")
+STUDENT_VERBS = ("new", "build", "run", "check", "pack", "submit", "handout", "doctor")
 # The official binaries a bundle's build makes for each lab.
 BUNDLE_IMPLEMENTATIONS = ("starter", "checker")
 

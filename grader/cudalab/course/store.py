@@ -16,10 +16,23 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import hashlib
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Enum, Float, ForeignKey, Integer, String, Text,
-                        UniqueConstraint)
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy import (JSON, BigInteger, Boolean, DateTime, Engine, Enum, Float, ForeignKey, Integer, String, Text,
+                        UniqueConstraint, create_engine, event)
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship, sessionmaker
+
+from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from .spec import CourseSpec
 
 
 def now() -> dt.datetime:
@@ -125,3 +138,114 @@ class HandIn(Base):
     lateness: Mapped[dict] = mapped_column()  # course/policy.py's assessment at received_at, as JSON
     checks: Mapped[dict] = mapped_column()    # the hand-in checks' receipt (as `cudalab check --receipt`)
     receipt: Mapped[dict] = mapped_column()   # what the student was given, exactly
+
+
+# --- the database and the uploads' files -------------------------------------------------------
+
+DEFAULT_DATABASE = "course.db"
+UPLOADS = "uploads"
+_MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def database_url(course: "CourseSpec | Path", url: str | None) -> str:
+    """The database a course uses: `url` when given, else SQLite in the course folder."""
+    if url:
+        return url
+    folder = Path(getattr(course, "folder", course))
+    return f"sqlite:///{folder.resolve() / DEFAULT_DATABASE}"
+
+
+def _alembic_config(url: str):
+    from alembic.config import Config as AlembicConfig
+    config = AlembicConfig()
+    config.set_main_option("script_location", str(_MIGRATIONS))
+    config.attributes["url"] = url
+    return config
+
+
+def upgrade(url: str) -> None:
+    """Carry the database at `url` to the newest schema (an empty one is created whole)."""
+    from alembic import command
+    command.upgrade(_alembic_config(url), "head")
+
+
+def _durable_sqlite(dbapi_connection, _record) -> None:
+    # WAL lets the pages read while a job's lines are written; synchronous=FULL makes a
+    # committed hand-in survive a power cut, not only a killed process. busy_timeout makes
+    # concurrent writers wait for each other instead of failing.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=FULL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for `url`, SQLite made durable and safe for the service's threads."""
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        event.listen(engine, "connect", _durable_sqlite)
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+def open_database(url: str) -> sessionmaker:
+    """The course's database at `url`, migrated to the newest schema first, as a session
+    factory whose objects stay readable after commit."""
+    try:
+        upgrade(url)
+        engine = make_engine(url)
+        with engine.connect():
+            pass
+    except (SQLAlchemyError, OSError) as err:
+        raise UsageError(f"Could not open the course database {without_password(url)}: "
+                         f"{str(err).splitlines()[0]}. Check that it exists and this user may write it "
+                         "(or give another with --database).") from err
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+def without_password(url: str) -> str:
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # a URL SQLAlchemy cannot parse is said as given, minus nothing to hide
+        return url
+
+
+def upload_path(course_folder: Path, sha256: str) -> Path:
+    """Where the upload with this content hash is stored (uploads/<first two>/<hash>)."""
+    if not re.fullmatch(r"[0-9a-f]{64}", sha256):
+        raise ValueError(f"{sha256!r} is not a sha256 in hex")
+    return Path(course_folder) / UPLOADS / sha256[:2] / sha256
+
+
+def store_upload(course_folder: Path, data: bytes) -> str:
+    """Keep `data` under its sha256 and return the hash. The file is written under a temporary
+    name, fsynced, renamed into place and its folder fsynced, so that once this returns a
+    killed service (or a power cut) still has it whole; the same content again is kept once."""
+    sha256 = hashlib.sha256(data).hexdigest()
+    target = upload_path(course_folder, sha256)
+    if target.is_file() and target.stat().st_size == len(data):
+        return sha256
+    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".incoming-")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    for folder in (target.parent, target.parent.parent):
+        _fsync_folder(folder)
+    return sha256
+
+
+def _fsync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
