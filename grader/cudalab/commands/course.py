@@ -25,12 +25,13 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import console
 from ..batching.batch import read_roster
 from ..config import Config
-from ..course import gradescope, spec as course_spec, store, tokens
+from ..course import spec as course_spec
 from ..errors import UsageError
 from ..lab import labs
 
@@ -88,7 +89,7 @@ def _init(args: argparse.Namespace, config: Config) -> int:
         roster_said = (f"wrote {roster} with its header only: fill it with the LMS's export (columns id, name, "
                        "lms_id, email) before `cudalab course tokens`")
     name = args.name or folder.resolve().name
-    text = course_spec.course_toml_text(name, offered, roster.name, store.now())
+    text = course_spec.course_toml_text(name, offered, roster.name, datetime.now(timezone.utc))
     try:
         with open(target, "x", encoding="utf-8") as out:  # 'x': another init that got there first wins
             out.write(text)
@@ -104,6 +105,7 @@ def _init(args: argparse.Namespace, config: Config) -> int:
 
 
 def _tokens(args: argparse.Namespace, config: Config) -> int:
+    from ..course import store, tokens  # the database's packages, needed here only
     course = course_spec.load_course(args.folder, config)
     sessions = store.open_database(store.database_url(course, args.database))
     issued = tokens.issue_course_tokens(course, sessions, args.reissue, args.reissue_instructor,
@@ -130,6 +132,7 @@ def _tokens(args: argparse.Namespace, config: Config) -> int:
 
 
 def _gradescope(args: argparse.Namespace, config: Config) -> int:
+    from ..course import gradescope
     course = course_spec.load_course(args.course, config)
     lab = labs.load_lab(config, course.offer(args.lab).lab)
     out = gradescope.write_bundle(config, lab, course.folder, args.server, args.out)
