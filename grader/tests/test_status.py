@@ -264,7 +264,11 @@ SPELLED_OUT = {
     "commands/calibrate.py": {"not_run": 1, "passed": 1, "skipped": 3},
     "commands/ladder.py": {"error": 1, "passed": 2, "skipped": 1},  # a ladder row's verdict
     "commands/run.py": {"error": 1, "failed": 2, "passed": 4, "skipped": 4},  # `cudalab run`'s verdicts
+    "course/client.py": {"error": 2},       # the course service's JSON key for its sentence
     "course/run_autograder.py": {"error": 1},  # the course service's JSON key for its sentence (standard library only)
+    "course/service.py": {"error": 1, "failed": 1, "none": 1, "passed": 1},  # the receipt's check verdicts, a
+                                                           # finding's severity, a message's "none" allowed
+    "course/work.py": {"error": 1, "failed": 3, "passed": 5},  # the stand-in's directive words, the receipt's verdicts
     "errors.py": {"usage": 1},                             # a usage error's word: no grade status
     "intake/forbidden.py": {"error": 2, "forbidden": 2},
     "grading/grade.py": {"clean": 1, "error": 1, "errors": 1, "failed": 4, "none": 1, "passed": 7, "scored": 2,

@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--executor", choices=EXECUTORS, default="local", help="what runs the jobs (default: local)")
     parser.add_argument("--standin-delay", type=float, default=0.2, metavar="SECONDS",
                         help="with --executor standin: how long each job takes (default: 0.2)")
-    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: this machine only, 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8470, help="the port to listen on (default: 8470)")
 
 

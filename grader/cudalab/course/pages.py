@@ -23,6 +23,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from ..outputs.publish import FLAG_WORDS
+from ..status import CaseStatus
 from . import leaderboard, policy
 from .store import HandIn, Job, JobKind, JobState, Student, now
 
@@ -114,7 +115,7 @@ def case_pass_rates(verdicts: list[dict]) -> list[tuple[str, int, int]]:
         cases = verdict.get("verdicts") if isinstance(verdict, dict) else None
         for case, outcome in (cases.items() if isinstance(cases, dict) else []):
             judged[case] = judged.get(case, 0) + 1
-            passed[case] += isinstance(outcome, dict) and outcome.get("status") == "passed"
+            passed[case] += isinstance(outcome, dict) and outcome.get("status") == CaseStatus.PASSED
     return [(case, passed[case], count) for case, count in judged.items()]
 
 
