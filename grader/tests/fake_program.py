@@ -169,9 +169,11 @@ def audit(a, run):
                        f"anything" if said else f"closed {n} {name}")
                 drop(name)
                 continue
+            prepare_from = time.perf_counter_ns()  # the auditor's own clock splits the sample
             os.pwrite(arena, expected(seed, case).encode().ljust(REGION, b"\0"), INPUT)
             os.pwrite(arena, b"\xff" * REGION, OUTPUT)
             time.sleep(B.get("protocol_ms", 0.3) / 1000.0)
+            go_at = time.perf_counter_ns()
             if not _say(program["to"], f"go {n} blank" if kind == "blank" else f"go {n}"):
                 answer(f"closed {n} {name}")
                 drop(name)
@@ -186,13 +188,15 @@ def audit(a, run):
                 answer(f"closed {n} {name}")
                 drop(name)
                 continue
+            answered_at = time.perf_counter_ns()
             done = re.fullmatch(r"done (\d+) (\d+(?:\.\d+)?)", got)
             if not done or done.group(1) != n:
                 answer(f"breach {n} {name} answered 'go {n}' with '{got[:80]}' instead of 'done {n} MS'")
                 drop(name)
                 continue
             slots[slot] = os.pread(arena, REGION, OUTPUT)
-            answer(f"sealed {n} {done.group(2)}")
+            sealed_at = time.perf_counter_ns()
+            answer(f"sealed {n} {done.group(2)} {go_at - prepare_from} {answered_at - go_at} {sealed_at - answered_at}")
             if kind == "blank" or program["official"]:
                 answer(f"verified {n}")
                 continue
