@@ -36,7 +36,7 @@ fi
 service_python="${SERVICE_PYTHON:-3.12}"
 service_target="$root/.deps/python-$service_python"
 if [ ! -f "$service_target/.staged" ]; then
-  pins="$("$python" -m pip list --format=freeze 2>/dev/null | grep -iE '^(starlette|uvicorn|h11|click|anyio|idna|sniffio|sqlalchemy|greenlet|alembic|mako|markupsafe|argon2-cffi|argon2-cffi-bindings|cffi|pycparser|httpx|httpcore|certifi|typing[-_]extensions|python-multipart)==' || true)"
+  pins="$("$python" -m pip list --format=freeze 2>/dev/null | grep -iE '^(starlette|uvicorn|h11|click|anyio|idna|sniffio|sqlalchemy|greenlet|alembic|mako|markupsafe|jinja2|argon2-cffi|argon2-cffi-bindings|cffi|pycparser|httpx|httpcore|certifi|typing[-_]extensions|python-multipart)==' || true)"
   if [ -z "$pins" ]; then
     echo "stage-deps: the course service's packages are not installed for $python: run tools/setup.sh first" >&2
     exit 1
