@@ -3,7 +3,11 @@
 # lent GPU machine): the header-only libraries (nlohmann-json, doctest) copied from this
 # machine into .deps/include, the grader's pure-Python dependency pyelftools (it reads
 # students' compiled objects) copied from this machine's .venv into .deps/python, and
-# bubblewrap (the grader's sandbox) unpacked from its Debian package into .deps/bwrap.
+# bubblewrap (the grader's sandbox) unpacked from its Debian package into .deps/bwrap, and the
+# course service's packages (`cudalab serve`, tools/course-drill.py) as wheels for the GPU
+# machine's Python (3.12 unless SERVICE_PYTHON says another) unpacked into
+# .deps/python-<version>: some have compiled parts, so they are fetched for that Python from
+# PyPI, not copied from this machine's .venv.
 # .deps is ignored by git; name it in what travels there, and CMake and the grader find
 # what is in it.
 set -euo pipefail
@@ -27,4 +31,23 @@ if [ ! -x "$root/.deps/bwrap/usr/bin/bwrap" ]; then
   dpkg -x "$scratch"/bubblewrap_*.deb "$root/.deps/bwrap"
   rm -rf "$scratch"
 fi
-echo "staged: $(du -sh "$root/.deps" | cut -f1) in .deps (include/, python/, bwrap/)"
+# The service's packages at the versions this machine's .venv tested, with what they need
+# (psycopg and playwright stay behind: the drill uses SQLite, and Chromium is not there).
+service_python="${SERVICE_PYTHON:-3.12}"
+service_target="$root/.deps/python-$service_python"
+if [ ! -f "$service_target/.staged" ]; then
+  pins="$("$python" -m pip list --format=freeze 2>/dev/null | grep -iE '^(starlette|uvicorn|h11|click|anyio|idna|sniffio|sqlalchemy|greenlet|alembic|mako|markupsafe|jinja2|argon2-cffi|argon2-cffi-bindings|cffi|pycparser|httpx|httpcore|certifi|typing[-_]extensions|python-multipart)==' || true)"
+  if [ -z "$pins" ]; then
+    echo "stage-deps: the course service's packages are not installed for $python: run tools/setup.sh first" >&2
+    exit 1
+  fi
+  rm -rf "$service_target"
+  # shellcheck disable=SC2086  # one pin a word
+  "$python" -m pip install -q --no-deps --target "$service_target" --python-version "$service_python" \
+    --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
+    --only-binary=:all: --implementation cp $pins
+  find "$service_target" -name __pycache__ -type d -prune -exec rm -rf {} +
+  rm -rf "$service_target/bin"
+  touch "$service_target/.staged"
+fi
+echo "staged: $(du -sh "$root/.deps" | cut -f1) in .deps (include/, python/, python-$service_python/, bwrap/)"

@@ -116,11 +116,14 @@ class LocalExecutor(Executor):
     safe reader."""
     name = "local"
 
-    def __init__(self, gpus: int | None = None, time_limit_s: float = 900.0):
+    def __init__(self, gpus: int | None = None, time_limit_s: float = 900.0, cudalab: list[str] | None = None):
         found = gpu_count() if gpus is None else gpus
         self.gpus = found
         self.slots = max(1, found)
         self.time_limit_s = time_limit_s
+        # The grader's command line before its verb: this interpreter's cudalab, unless a
+        # test gives a driver that runs the same CLI with its fake build.
+        self.cudalab = list(cudalab) if cudalab else [sys.executable, "-m", "cudalab"]
 
     def _cudalab(self, args: list[str], slot: int | None, emit: Callable[[str], None] | None,
                  cwd: Path) -> tuple[int | None, str]:
@@ -129,7 +132,7 @@ class LocalExecutor(Executor):
             env["CUDA_VISIBLE_DEVICES"] = str(slot)
         stdout_file = tempfile.TemporaryFile(dir=cwd)
         try:
-            process = subprocess.Popen([sys.executable, "-m", "cudalab", *args], stdout=stdout_file,
+            process = subprocess.Popen([*self.cudalab, *args], stdout=stdout_file,
                                        stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, cwd=cwd,
                                        start_new_session=True)
         except OSError as err:
