@@ -87,6 +87,16 @@ def test_a_bench_try_gives_the_leaderboard_a_ratio(runner, capsys):
     assert (job.state, job.exit_code) == (JobState.DONE, 0), lines
     assert job.ratio == pytest.approx(2.0, rel=0.1) and job.noise is not None
     assert any("b_1000" in line and "the reference's time" in line for line in lines), lines
+    # Every case ran first: a ratio on the board is always a fully correct submission's.
+    passed_at = next(i for i, line in enumerate(lines) if line.startswith("Every case passed"))
+    assert any(line.strip().startswith("c_7: passed") for line in lines[:passed_at]), lines
+
+
+def test_a_bench_try_whose_cases_fail_is_never_timed(runner):
+    _, try_job = runner
+    job, lines = try_job({"sample_ms": 1.0, "wrong_cases": ["c_7"]}, bench=True)
+    assert (job.state, job.exit_code) == (JobState.DONE, 1), lines
+    assert job.ratio is None and not any(line.startswith("Every case passed") for line in lines), lines
 
 
 def test_a_failing_try_streams_its_first_mismatch(runner):

@@ -173,13 +173,22 @@ class LocalExecutor(Executor):
                                          slot, emit, order.scratch)
             verdict = _json_or_none(stdout)
             return Outcome(code, summary_for(code), verdict)
-        code, stdout = self._cudalab(["run", order.lab, str(folder), "--json"] + (["--bench"] if order.bench else []),
-                                     slot, emit, order.scratch)
+        # Every case first, as `cudalab run` runs them; only a try that passed them all is
+        # timed (`run --bench` runs the bench cases alone), so that a ratio on the board is
+        # always a fully correct submission's.
+        code, stdout = self._cudalab(["run", order.lab, str(folder), "--json"], slot, emit, order.scratch)
         verdict = _json_or_none(stdout)
         for line in verdict_lines(verdict):
             emit(line)
-        ratio, noise = speed_of(verdict) if code == 0 else (None, None)
-        return Outcome(code, summary_for(code), verdict, ratio, noise)
+        if not order.bench or code != 0:
+            return Outcome(code, summary_for(code), verdict)
+        emit("Every case passed; now the bench cases, timed against the reference on this GPU:")
+        code, stdout = self._cudalab(["run", order.lab, str(folder), "--json", "--bench"], slot, emit, order.scratch)
+        bench = _json_or_none(stdout)
+        for line in verdict_lines(bench):
+            emit(line)
+        ratio, noise = speed_of(bench) if code == 0 else (None, None)
+        return Outcome(code, summary_for(code), {**(verdict or {}), "bench_run": bench}, ratio, noise)
 
     def check_hand_in(self, archive: Path, lab: str, scratch: Path) -> dict:
         code, stdout = self._cudalab(["check", str(archive), "--lab", lab, "--no-run", "--json"], None, None, scratch)
