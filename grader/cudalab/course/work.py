@@ -96,6 +96,18 @@ class Executor:
         """The hand-in checks' receipt (the `cudalab check --no-run` receipt's JSON)."""
         raise NotImplementedError
 
+    def start(self) -> None:
+        """Before the first job (the runner starts)."""
+
+    def stop(self) -> None:
+        """The service is stopping: end what runs elsewhere on its behalf. A run() cut short
+        by it raises JobInterrupted, so that its job is run again at the next start."""
+
+
+class JobInterrupted(Exception):
+    """The service stopped while the job ran: the job is left running in the database, and
+    the next start queues it again (queue.recover), as after a crash."""
+
 
 # --- the local executor: this machine's GPUs ------------------------------------------------------
 
@@ -148,35 +160,10 @@ class LocalExecutor(Executor):
         stdout_file.seek(0)
         return code, stdout_file.read(16 * 1024 * 1024).decode("utf-8", "replace")
 
-    def _unpack(self, order: Order) -> Path:
-        from ..config import Config
-        from ..intake import handin
-        from ..lab import labs
-        config = Config.load()
-        spec = labs.load_lab(config, order.lab)
-        hand_in = handin.read_hand_in(order.archive, spec, config)
-        folder = order.scratch / "submission"
-        folder.mkdir(parents=True, exist_ok=True)
-        files = {name: entry.data for name, entry in hand_in.files().items()
-                 if entry.data is not None and name in handin.accepted_names(spec)}
-        handin.write_staged(folder, files)
-        return folder
-
     def run(self, order: Order, slot: int, emit: Callable[[str], None]) -> Outcome:
-        folder = self._unpack(order)
-        if order.kind == JobKind.GRADE:
-            out = order.scratch / "grade"
-            code, stdout = self._cudalab(["grade", order.lab, str(folder), "--out", str(out), "--json"],
-                                         slot, emit, order.scratch)
-            verdict = _json_or_none(stdout)
-            return Outcome(code, summary_for(code), verdict)
-        code, stdout = self._cudalab(["run", order.lab, str(folder), "--json"] + (["--bench"] if order.bench else []),
-                                     slot, emit, order.scratch)
-        verdict = _json_or_none(stdout)
-        for line in verdict_lines(verdict):
-            emit(line)
-        ratio, noise = speed_of(verdict) if code == 0 else (None, None)
-        return Outcome(code, summary_for(code), verdict, ratio, noise)
+        folder = unpack(order, order.scratch / "submission")
+        code, stdout = self._cudalab(command_for(order, folder, order.scratch / "grade"), slot, emit, order.scratch)
+        return outcome_of(order, code, stdout, emit)
 
     def check_hand_in(self, archive: Path, lab: str, scratch: Path) -> dict:
         code, stdout = self._cudalab(["check", str(archive), "--lab", lab, "--no-run", "--json"], None, None, scratch)
@@ -185,6 +172,40 @@ class LocalExecutor(Executor):
             message = (receipt or {}).get("message") if isinstance(receipt, dict) else None
             raise HandInCheckFailed(message or f"the hand-in checks could not run (exit {code})")
         return receipt
+
+
+def unpack(order: Order, folder: Path) -> Path:
+    """The upload's accepted files, read by the grader's own safe reader, written to `folder`."""
+    from ..config import Config
+    from ..intake import handin
+    from ..lab import labs
+    config = Config.load()
+    spec = labs.load_lab(config, order.lab)
+    hand_in = handin.read_hand_in(order.archive, spec, config)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {name: entry.data for name, entry in hand_in.files().items()
+             if entry.data is not None and name in handin.accepted_names(spec)}
+    handin.write_staged(folder, files)
+    return folder
+
+
+def command_for(order: Order, submission: Path, grade_out: Path) -> list[str]:
+    """The cudalab command line (after `cudalab`) that runs a job on its unpacked submission."""
+    if order.kind == JobKind.GRADE:
+        return ["grade", order.lab, str(submission), "--out", str(grade_out), "--json"]
+    return ["run", order.lab, str(submission), "--json"] + (["--bench"] if order.bench else [])
+
+
+def outcome_of(order: Order, code: int | None, stdout: str, emit: Callable[[str], None]) -> Outcome:
+    """A finished job's outcome from its command's exit code and standard output (the
+    verdict's JSON); a try's verdict is also told as lines."""
+    verdict = _json_or_none(stdout)
+    if order.kind == JobKind.GRADE:
+        return Outcome(code, summary_for(code), verdict)
+    for line in verdict_lines(verdict):
+        emit(line)
+    ratio, noise = speed_of(verdict) if code == 0 else (None, None)
+    return Outcome(code, summary_for(code), verdict, ratio, noise)
 
 
 class HandInCheckFailed(Exception):
@@ -316,6 +337,7 @@ class Runner:
         self.threads: list[threading.Thread] = []
 
     def start(self) -> None:
+        self.executor.start()
         for slot in range(self.executor.slots):
             thread = threading.Thread(target=self._work, args=(slot,), name=f"course-worker-{slot}", daemon=True)
             thread.start()
@@ -324,6 +346,7 @@ class Runner:
     def stop(self) -> None:
         self.stopping.set()
         self.wake.set()
+        self.executor.stop()
 
     def _work(self, slot: int) -> None:
         while not self.stopping.is_set():
@@ -340,6 +363,9 @@ class Runner:
         order = Order(job.id, job.kind, job.lab, upload_path(self.course_folder, job.upload_sha256), job.bench, scratch)
         try:
             outcome = self.executor.run(order, slot, lines.emit)
+        except JobInterrupted:
+            lines.flush()
+            return
         except Exception as err:  # the executor's own failure is the grader's, never the student's
             lines.emit(f"The grader failed while running this job: {err}")
             outcome = Outcome(int(Cli.INTERNAL), summary_for(int(Cli.INTERNAL)))
