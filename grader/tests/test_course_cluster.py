@@ -16,15 +16,16 @@ import threading
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
 import fake_slurm
 import test_slurm_integration as integration
 from course_server import GRADER, REPO_ROOT, write_course
 from cudalab.batching import remote
 from cudalab.batching.slurm import Slurm
-from cudalab.course import cluster
-from cudalab.course.store import JobKind
-from cudalab.course.work import JobInterrupted, Order
+from cudalab.course import cluster, queue, store
+from cudalab.course.store import Job, JobKind, JobState
+from cudalab.course.work import Executor, JobInterrupted, Order, Runner
 from cudalab.exit_codes import Cli
 from test_batch import DRIVER, write_handin
 from test_slurm import fake_cluster, wait_for  # noqa: F401 (fake_cluster is a fixture)
@@ -149,6 +150,31 @@ def test_stopping_the_service_cancels_its_jobs_and_leaves_them_to_run_again(toy_
     with pytest.raises(JobInterrupted):  # nothing more is submitted once it stopped
         slurm_executor.run(order(tmp_path, {"sample_ms": 1.0}, 2), 0, lambda text: None)
     assert len(sbatch_calls(fake_cluster)) == 1
+
+
+def test_a_run_the_stop_interrupted_is_left_to_the_next_start_not_stored_as_failed(tmp_path):
+    """The runner's side of a stop: a job whose run raised JobInterrupted keeps its state
+    (running) and charge, so that the next start queues it again, rather than being stored
+    as the grader's failure."""
+    class Interrupted(Executor):
+        def run(self, order, slot, emit):
+            emit("started")
+            raise JobInterrupted()
+
+    sessions = store.open_database(f"sqlite:///{tmp_path / 'course.db'}")
+    with sessions() as session:
+        session.add(store.Student(id="s000"))
+        session.add(store.Upload(sha256="0" * 64, size=1))
+        session.flush()
+        queue.enqueue(session, kind=JobKind.TRY, student_id="s000", lab="toy", upload_sha256="0" * 64)
+        session.commit()
+    runner = Runner(sessions, tmp_path, Interrupted(), tmp_path / "scratch")
+    runner.run_one(queue.claim(sessions), 0)
+    with sessions() as session:
+        job = session.scalars(select(Job)).one()
+        assert job.state == JobState.RUNNING and job.charged and job.finished_at is None
+        assert [line.text for line in job.lines] == ["started"]
+    assert queue.recover(sessions) == (1, 0)
 
 
 def test_a_start_cancels_the_jobs_a_killed_service_left(toy_env, fake_cluster, tmp_path):
