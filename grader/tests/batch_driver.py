@@ -8,13 +8,15 @@ grader's own grade.finish raise for that hand-in).
     python batch_driver.py ROOT WORK_DIR -- batch toy HANDINS --out OUT ...
 
 With --executor slurm the array tasks run this driver too (slurm.WORKER), so that they
-build with the same fake build:
+build with the same fake build; so do the course service's Slurm jobs (`... -- run toy
+FOLDER --json`, test_course_cluster.py), whose `cudalab run` also finds a stand-in SDK:
 
     python batch_driver.py ROOT WORK_DIR --slurm-task build|gpu FOLDER
 """
 from __future__ import annotations
 
 import ast
+import json
 import os
 import signal
 import sys
@@ -47,6 +49,15 @@ def fake_build(config, spec, folder, work):
     return build.SubmissionBuild(binary, staged, "")
 
 
+def fake_sdk(config, spec):
+    """The toy lab has no SDK: `cudalab run` reuses a build by a hash of what this holds."""
+    sdk = Path(config.work_dir) / "fake-sdk"
+    sdk.mkdir(parents=True, exist_ok=True)
+    (sdk / "build.json").write_text(json.dumps({"compile": "true", "object": "o", "link": "true",
+                                                "binary": "toy_submission"}))
+    return sdk
+
+
 real_finish = grade.finish
 
 
@@ -65,6 +76,8 @@ if __name__ == "__main__":
                       CUDALAB_TIMING_ROUNDS="2", CUDALAB_TIMING_TARGET_S="0.1", CUDALAB_SAMPLES_MIN="10",
                       CUDALAB_TIMING_WARMUP="1", CUDALAB_PROCESS_TIMEOUT_S="20", CUDALAB_GPU_IDLE_WAIT_S="0")
     build.build_submission = fake_build
+    if "run" in sys.argv[4:]:  # `cudalab run` finds its build by the SDK; `check` finds none, as without the driver
+        build._sdk = fake_sdk
     grade.finish = finish_failing_on_request
     slurm.WORKER = [sys.executable, str(Path(__file__).resolve()), root, work, "--slurm-task"]
     if sys.argv[3] == "--slurm-task":

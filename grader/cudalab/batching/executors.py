@@ -24,10 +24,16 @@ def make(name: str, config: Config, args) -> Executor:
     """The executor `name`, from the batch command's options (argparse's namespace)."""
     if name not in EXECUTORS:
         raise UsageError(f"There is no executor {name!r}; there are: {', '.join(EXECUTORS)}.")
+    refuse_others_options(name, args)
+    return EXECUTORS[name].from_args(config, args)
+
+
+def refuse_others_options(name: str, args) -> None:
+    """UsageError when args give an option of an executor other than `name` (the course
+    service's executors, which are not a batch's, are checked here too)."""
     for other, executor in EXECUTORS.items():
         given = [dest for dest in executor.options if other != name and getattr(args, dest, None) not in (None, [])]
         if given:
             option = "--" + given[0].replace("_", "-")
             raise UsageError(f"{option} is an option of --executor {other}, not of --executor {name}: "
-                             f"leave it out, or grade with --executor {other}.")
-    return EXECUTORS[name].from_args(config, args)
+                             f"leave it out, or use --executor {other}.")

@@ -72,13 +72,19 @@ class Task:
 @dataclass(frozen=True)
 class Array:
     """A job array to submit: task i (0 <= i < count) runs `step` for hand-in i of the
-    submission whose files are in `folder`, and writes its output to log(i)."""
+    submission whose files are in `folder`, and writes its output to log(i).
+
+    With `command`, each task runs that command instead (the course service's one-task
+    jobs: `cudalab run` or `cudalab grade` on one upload), its standard output to `stdout`
+    and its standard error to log(i)."""
     name: str                  # the job's name, by which find() finds it again
     step: str                  # "build" (CPU only) or "gpu" (one or more GPUs a task)
     folder: Path
     count: int
     time_limit_s: float
     after: str | None = None   # task i starts only once task i of this array has completed
+    command: tuple[str, ...] = ()
+    stdout: Path | None = None
 
     def log(self, index: int) -> Path:
         return self.folder / "logs" / f"{self.step}-{index}.log"

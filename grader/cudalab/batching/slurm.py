@@ -171,10 +171,17 @@ class Slurm(Scheduler):
 
     @staticmethod
     def _script(array: Array) -> Path:
-        command = " ".join(shlex.quote(word) for word in [*WORKER, array.step, str(array.folder)])
         script = array.folder / f"{array.step}.sh"
-        script.write_text(f"#!/bin/sh\n# cudalab batch on Slurm: the {array.words} step of one hand-in per array "
-                          f"task (submission {array.folder.name}).\nexec {command}\n", encoding="utf-8")
+        if array.command:
+            # exec, so that Slurm's ExitCode is the command's own (code, or the signal that killed it)
+            command = " ".join(shlex.quote(word) for word in array.command)
+            redirect = f" > {shlex.quote(str(array.stdout))}" if array.stdout is not None else ""
+            script.write_text(f"#!/bin/sh\n# cudalab on Slurm: one {array.words} job ({array.name}).\n"
+                              f"exec {command}{redirect}\n", encoding="utf-8")
+        else:
+            command = " ".join(shlex.quote(word) for word in [*WORKER, array.step, str(array.folder)])
+            script.write_text(f"#!/bin/sh\n# cudalab batch on Slurm: the {array.words} step of one hand-in per "
+                              f"array task (submission {array.folder.name}).\nexec {command}\n", encoding="utf-8")
         script.chmod(0o755)
         return script
 
@@ -186,9 +193,10 @@ class Slurm(Scheduler):
         if self.partition:
             options.append(f"--partition={self.partition}")
         options.append("--hold")  # until both ids are in the ledger (released by the executor)
+        if array.after:
+            options += [f"--dependency=aftercorr:{array.after}", "--kill-on-invalid-dep=yes"]
         if array.step == "gpu":
-            options += [f"--dependency=aftercorr:{array.after}", "--kill-on-invalid-dep=yes",
-                        f"--gres=gpu:{self.gpus_per_task}"]
+            options.append(f"--gres=gpu:{self.gpus_per_task}")
         return options + self.sbatch_args
 
     def tasks(self, jobs: list[str]) -> dict[tuple[str, int], Task]:
@@ -281,37 +289,50 @@ class SlurmExecutor(RemoteExecutor):
 
     @classmethod
     def add_arguments(cls, group) -> None:
-        group.add_argument("--partition", help="the Slurm partition of both job arrays "
-                           "(default: the cluster's default partition)")
+        group.add_argument("--partition", help="the Slurm partition of the jobs (a batch's two arrays, or the "
+                           "course service's tries) (default: the cluster's default partition)")
         group.add_argument("--gpus-per-task", type=int, metavar="N",
                            help="GPUs each grading task asks for, as --gres=gpu:N (default 1: every grade "
                            "times on a GPU of its own)")
         group.add_argument("--max-parallel", type=int, metavar="N",
-                           help="most tasks of each array that run at once (default: as many as Slurm gives)")
+                           help="most tasks of each array that run at once (default: as many as Slurm gives); "
+                           "with serve, most jobs in Slurm at once (default 16)")
         group.add_argument("--sbatch-arg", action="append", metavar="OPTION",
-                           help="one more sbatch option for both arrays, written with '=' "
+                           help="one more sbatch option for every job, written with '=' "
                            "(--sbatch-arg=--account=cs101); repeatable. It comes after cudalab's own, so "
                            "--sbatch-arg=--time=1:00:00 replaces the time limit")
         group.add_argument("--poll-s", type=float, metavar="SECONDS",
-                           help=f"how often the head asks squeue about its tasks (default {DEFAULT_POLL_S:g})")
+                           help=f"how often squeue is asked about the jobs (default {DEFAULT_POLL_S:g})")
 
     @classmethod
     def from_args(cls, config: Config, args) -> "SlurmExecutor":
-        for option, value in (("--gpus-per-task", args.gpus_per_task), ("--max-parallel", args.max_parallel)):
-            if value is not None and value < 1:
-                raise UsageError(f"{option} must be 1 or more.")
-        if args.poll_s is not None and not args.poll_s > 0:
-            raise UsageError("--poll-s must be a positive number of seconds.")
-        for option in args.sbatch_arg or []:
-            if not option.startswith("-"):
-                raise UsageError(f"--sbatch-arg takes one sbatch option, such as --sbatch-arg=--account=cs101; "
-                                 f"{option!r} is not an option.")
-        slurm = Slurm(partition=args.partition, gpus_per_task=args.gpus_per_task or 1,
-                      max_parallel=args.max_parallel, sbatch_args=list(args.sbatch_arg or []))
-        missing = slurm.missing()
-        if missing:
-            raise UsageError(not_found(missing))
-        return cls(config, slurm, poll_s=args.poll_s or DEFAULT_POLL_S)
+        return cls(config, scheduler_from_args(args), poll_s=poll_s_from_args(args))
+
+
+def scheduler_from_args(args, *, throttle: bool = True) -> Slurm:
+    """The Slurm adapter that the options of add_arguments ask for (argparse's namespace),
+    after checking them and that Slurm's commands are here; UsageError in a sentence.
+    Without `throttle`, --max-parallel is the caller's own to apply (not an array's %N)."""
+    for option, value in (("--gpus-per-task", args.gpus_per_task), ("--max-parallel", args.max_parallel)):
+        if value is not None and value < 1:
+            raise UsageError(f"{option} must be 1 or more.")
+    poll_s_from_args(args)
+    for option in args.sbatch_arg or []:
+        if not option.startswith("-"):
+            raise UsageError(f"--sbatch-arg takes one sbatch option, such as --sbatch-arg=--account=cs101; "
+                             f"{option!r} is not an option.")
+    slurm = Slurm(partition=args.partition, gpus_per_task=args.gpus_per_task or 1,
+                  max_parallel=args.max_parallel if throttle else None, sbatch_args=list(args.sbatch_arg or []))
+    missing = slurm.missing()
+    if missing:
+        raise UsageError(not_found(missing))
+    return slurm
+
+
+def poll_s_from_args(args) -> float:
+    if args.poll_s is not None and not args.poll_s > 0:
+        raise UsageError("--poll-s must be a positive number of seconds.")
+    return args.poll_s or DEFAULT_POLL_S
 
 
 if __name__ == "__main__":

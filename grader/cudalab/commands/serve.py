@@ -8,9 +8,13 @@ service keeps its database there (SQLite, course.db) unless --database names ano
 connect from elsewhere.
 
 --executor says what runs the jobs: local (default) runs `cudalab run` and `cudalab grade`
-here, one job per GPU at a time, sandboxed as always; standin runs no code and answers from
-the archive's content (for tests and rehearsals: see course/work.py). A job or hand-in that
-was in flight when the service stopped is run again at the next start.
+here, one job per GPU at a time, sandboxed as always; slurm sends each of them to a Slurm
+cluster as a job of its own, with the options `cudalab batch --executor slurm` takes
+(--partition, --gpus-per-task, --sbatch-arg, --poll-s; --max-parallel: jobs in Slurm at
+once, default 16), its files under DIR/.slurm (DIR must be on storage the nodes share; see
+course/cluster.py); standin runs no code and answers from the archive's content (for tests
+and rehearsals: see course/work.py). A job or hand-in that was in flight when the service
+stopped is run again at the next start.
 """
 from __future__ import annotations
 
@@ -24,7 +28,9 @@ from .. import console
 from ..config import Config
 from ..course import service as course_service
 from ..course import spec as course_spec
-from ..course import queue, store, work
+from ..batching import executors as batch_executors
+from ..batching import slurm
+from ..course import cluster, queue, store, work
 from ..errors import UsageError
 
 EXECUTORS = ("local", "slurm", "standin")
@@ -37,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--executor", choices=EXECUTORS, default="local", help="what runs the jobs (default: local)")
     parser.add_argument("--standin-delay", type=float, default=0.2, metavar="SECONDS",
                         help="with --executor standin: how long each job takes (default: 0.2)")
+    slurm.SlurmExecutor.add_arguments(parser.add_argument_group("with --executor slurm"))
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: this machine only, 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8470, help="the port to listen on (default: 8470)")
 
@@ -46,17 +53,13 @@ def main(args: argparse.Namespace, config: Config) -> int:
     if not (folder / course_spec.COURSE_FILE).is_file():
         raise UsageError(f"{folder} is not a course folder: it has no {course_spec.COURSE_FILE}. Make one with "
                          f"`cudalab course init {args.course}`, or give the course's folder with --course.")
-    if args.executor == "slurm":
-        raise UsageError("The course service cannot send jobs to Slurm yet: run it on a GPU machine with "
-                         "--executor local (the default), or grade hand-ins on the cluster with "
-                         "`cudalab batch LAB --from-course DIR --executor slurm`.")
+    batch_executors.refuse_others_options(args.executor, args)
     if not 0 < args.port < 65536:
         raise UsageError(f"--port {args.port} is not a port: give one from 1 to 65535.")
     spec = course_spec.load_course(folder, config)
     url = store.database_url(spec, args.database)
     sessions = store.open_database(url)
-    executor = (work.StandInExecutor(delay_s=max(0.0, args.standin_delay)) if args.executor == "standin"
-                else work.LocalExecutor())
+    executor = make_executor(args, folder)
     if args.executor == "local" and executor.gpus == 0:
         console.warn("No CUDA device here: every try will end with 'no device' (refunded). Run the service on "
                      "the course's GPU machine, or check it with `cudalab doctor`.")
@@ -77,6 +80,14 @@ def main(args: argparse.Namespace, config: Config) -> int:
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=5)
     service.runner.stop()
     return 0
+
+
+def make_executor(args: argparse.Namespace, folder: Path) -> work.Executor:
+    if args.executor == "standin":
+        return work.StandInExecutor(delay_s=max(0.0, args.standin_delay))
+    if args.executor == "slurm":
+        return cluster.from_args(args, folder)
+    return work.LocalExecutor()
 
 
 def pages_for(service) -> list:

@@ -96,6 +96,18 @@ class Executor:
         """The hand-in checks' receipt (the `cudalab check --no-run` receipt's JSON)."""
         raise NotImplementedError
 
+    def start(self) -> None:
+        """Before the first job (the runner starts)."""
+
+    def stop(self) -> None:
+        """The service is stopping: end what runs elsewhere on its behalf. A run() cut short
+        by it raises JobInterrupted, so that its job is run again at the next start."""
+
+
+class JobInterrupted(Exception):
+    """The service stopped while the job ran: the job is left running in the database, and
+    the next start queues it again (queue.recover), as after a crash."""
+
 
 # --- the local executor: this machine's GPUs ------------------------------------------------------
 
@@ -151,44 +163,10 @@ class LocalExecutor(Executor):
         stdout_file.seek(0)
         return code, stdout_file.read(16 * 1024 * 1024).decode("utf-8", "replace")
 
-    def _unpack(self, order: Order) -> Path:
-        from ..config import Config
-        from ..intake import handin
-        from ..lab import labs
-        config = Config.load()
-        spec = labs.load_lab(config, order.lab)
-        hand_in = handin.read_hand_in(order.archive, spec, config)
-        folder = order.scratch / "submission"
-        folder.mkdir(parents=True, exist_ok=True)
-        files = {name: entry.data for name, entry in hand_in.files().items()
-                 if entry.data is not None and name in handin.accepted_names(spec)}
-        handin.write_staged(folder, files)
-        return folder
-
     def run(self, order: Order, slot: int, emit: Callable[[str], None]) -> Outcome:
-        folder = self._unpack(order)
-        if order.kind == JobKind.GRADE:
-            out = order.scratch / "grade"
-            code, stdout = self._cudalab(["grade", order.lab, str(folder), "--out", str(out), "--json"],
-                                         slot, emit, order.scratch)
-            verdict = _json_or_none(stdout)
-            return Outcome(code, summary_for(code), verdict)
-        # Every case first, as `cudalab run` runs them; only a try that passed them all is
-        # timed (`run --bench` runs the bench cases alone), so that a ratio on the board is
-        # always a fully correct submission's.
-        code, stdout = self._cudalab(["run", order.lab, str(folder), "--json"], slot, emit, order.scratch)
-        verdict = _json_or_none(stdout)
-        for line in verdict_lines(verdict):
-            emit(line)
-        if not order.bench or code != 0:
-            return Outcome(code, summary_for(code), verdict)
-        emit("Every case passed; now the bench cases, timed against the reference on this GPU:")
-        code, stdout = self._cudalab(["run", order.lab, str(folder), "--json", "--bench"], slot, emit, order.scratch)
-        bench = _json_or_none(stdout)
-        for line in verdict_lines(bench):
-            emit(line)
-        ratio, noise = speed_of(bench) if code == 0 else (None, None)
-        return Outcome(code, summary_for(code), {**(verdict or {}), "bench_run": bench}, ratio, noise)
+        folder = unpack(order, order.scratch / "submission")
+        return run_steps(order, commands_for(order, folder, order.scratch / "grade"),
+                         lambda command: self._cudalab(command, slot, emit, order.scratch), emit)
 
     def check_hand_in(self, archive: Path, lab: str, scratch: Path) -> dict:
         code, stdout = self._cudalab(["check", str(archive), "--lab", lab, "--no-run", "--json"], None, None, scratch)
@@ -197,6 +175,65 @@ class LocalExecutor(Executor):
             message = (receipt or {}).get("message") if isinstance(receipt, dict) else None
             raise HandInCheckFailed(message or f"the hand-in checks could not run (exit {code})")
         return receipt
+
+
+def unpack(order: Order, folder: Path) -> Path:
+    """The upload's accepted files, read by the grader's own safe reader, written to `folder`."""
+    from ..config import Config
+    from ..intake import handin
+    from ..lab import labs
+    config = Config.load()
+    spec = labs.load_lab(config, order.lab)
+    hand_in = handin.read_hand_in(order.archive, spec, config)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {name: entry.data for name, entry in hand_in.files().items()
+             if entry.data is not None and name in handin.accepted_names(spec)}
+    handin.write_staged(folder, files)
+    return folder
+
+
+# A bench try runs every case first, as `cudalab run` runs them, and is timed (`run --bench`
+# runs the bench cases alone) only when they all passed: a ratio on the leaderboard is
+# always a fully correct submission's.
+BENCH_STEP_LINE = "Every case passed; now the bench cases, timed against the reference on this GPU:"
+
+
+def commands_for(order: Order, submission: Path, grade_out: Path) -> list[list[str]]:
+    """The cudalab command lines (after `cudalab`) a job runs, in order; each runs only when
+    the one before it passed."""
+    if order.kind == JobKind.GRADE:
+        return [["grade", order.lab, str(submission), "--out", str(grade_out), "--json"]]
+    cases = ["run", order.lab, str(submission), "--json"]
+    return [cases, cases + ["--bench"]] if order.bench else [cases]
+
+
+def run_steps(order: Order, commands: list[list[str]], run_one: Callable[[list[str]], "tuple[int | None, str] | Outcome"],
+              emit: Callable[[str], None]) -> Outcome:
+    """Runs a job's commands in turn (run_one: its exit code and standard output, or the
+    Outcome of a failure that is the grader's), telling a try's verdicts as lines; the
+    outcome is the last command's, with the cases' verdict kept beside a bench run's."""
+    verdicts: list[dict | None] = []
+    code: int | None = None
+    for index, command in enumerate(commands):
+        if index:
+            emit(BENCH_STEP_LINE)
+        ran = run_one(command)
+        if isinstance(ran, Outcome):
+            return ran
+        code, stdout = ran
+        verdicts.append(_json_or_none(stdout))
+        if order.kind == JobKind.GRADE:
+            return Outcome(code, summary_for(code), verdicts[-1])
+        for line in verdict_lines(verdicts[-1]):
+            emit(line)
+        if code != 0:
+            break
+    verdict = verdicts[0]
+    if len(verdicts) == 1:
+        return Outcome(code, summary_for(code), verdict)
+    bench = verdicts[-1]
+    ratio, noise = speed_of(bench) if code == 0 else (None, None)
+    return Outcome(code, summary_for(code), {**(verdict or {}), "bench_run": bench}, ratio, noise)
 
 
 class HandInCheckFailed(Exception):
@@ -328,6 +365,7 @@ class Runner:
         self.threads: list[threading.Thread] = []
 
     def start(self) -> None:
+        self.executor.start()
         for slot in range(self.executor.slots):
             thread = threading.Thread(target=self._work, args=(slot,), name=f"course-worker-{slot}", daemon=True)
             thread.start()
@@ -336,6 +374,7 @@ class Runner:
     def stop(self) -> None:
         self.stopping.set()
         self.wake.set()
+        self.executor.stop()
 
     def _work(self, slot: int) -> None:
         while not self.stopping.is_set():
@@ -352,6 +391,9 @@ class Runner:
         order = Order(job.id, job.kind, job.lab, upload_path(self.course_folder, job.upload_sha256), job.bench, scratch)
         try:
             outcome = self.executor.run(order, slot, lines.emit)
+        except JobInterrupted:
+            lines.flush()
+            return
         except Exception as err:  # the executor's own failure is the grader's, never the student's
             lines.emit(f"The grader failed while running this job: {err}")
             outcome = Outcome(int(Cli.INTERNAL), summary_for(int(Cli.INTERNAL)))
