@@ -267,19 +267,23 @@ def seconds_between(start, end) -> float | None:
 # --- the direct runs and the comparison ----------------------------------------------------------
 
 def direct_verdict(lab: str, entry: str, bench: bool, files: list[str], timeout_s: float) -> dict:
-    """What `cudalab run LAB FOLDER [--bench] --json` gives for the entry, on a copy of its
-    lab files (as the service unpacks them), with the service's seed policy (run's default)."""
+    """What `cudalab run LAB FOLDER --json` gives for the entry, and then, for a bench try whose
+    cases all passed, `cudalab run ... --bench` (as the service runs a bench try), on a copy
+    of its lab files (as the service unpacks them), with the service's seed policy (run's
+    default): the last command's exit code and the cases' verdicts."""
     with tempfile.TemporaryDirectory(prefix="cudalab-drill-run-") as temp:
         folder = Path(temp) / "submission"
         folder.mkdir()
         for name in files:
             if (SUITE / lab / entry / name).is_file():
                 shutil.copyfile(SUITE / lab / entry / name, folder / name)
-        ran = cudalab("run", lab, str(folder), "--json", *(["--bench"] if bench else []), timeout_s=timeout_s)
+        ran = cudalab("run", lab, str(folder), "--json", timeout_s=timeout_s)
         try:
             body = json.loads(ran.stdout)
         except ValueError:
             body = None
+        if bench and ran.returncode == 0:
+            ran = cudalab("run", lab, str(folder), "--json", "--bench", timeout_s=timeout_s)
         archive = Path(temp) / f"{lab}.tar.gz"
         archive.write_bytes(archive_of(lab, entry, files))
         checked = cudalab("check", str(archive), "--lab", lab, "--no-run", "--json", timeout_s=timeout_s)
