@@ -382,7 +382,6 @@ def make_app(service: CourseService, pages: list | None = None) -> Starlette:
                     sha256 = keep_upload(service, session, data)
                     job = queue.enqueue(session, kind=JobKind.TRY, student_id=who.id, lab=offer.lab,
                                         upload_sha256=sha256, bench=bench == "1")
-                    job.created_at = at
                     session.commit()
                     service.runner.wake.set()
                     return {"job": job.id, "position": queue.position(session, job.id), "tries_left": left - 1}
