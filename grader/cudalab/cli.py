@@ -19,7 +19,7 @@ from .errors import CompileError, CudalabError
 from .exit_codes import Cli
 
 VERBS = ("new", "build", "run", "check", "pack", "grade", "batch", "starter", "ladder", "handout", "export", "calibrate",
-         "doctor", "serve")
+         "doctor", "course", "serve")
 
 
 def _verb_module(name: str):

@@ -355,6 +355,39 @@ class Provenance(_Section):
 
 
 @dataclass
+class Late(_Section):
+    """The course's late policy applied to the graded hand-in (`batch --from-course`: course/
+    policy.py's assessment at the time the service received it): the penalty is a fraction of
+    the total taken off in the class outputs; the score itself stays what the code earned."""
+    status: str                 # "on_time" or "late"
+    days_late: int
+    penalty: float              # fraction of the total off (0..1)
+    sentence: str               # what the student was told ("late by 1 day: 10 % off")
+    received_at: str = ""       # the service's clock, ISO 8601
+    extra: dict = field(default_factory=dict)
+    FIELDS = ("status", "days_late", "penalty", "sentence", "received_at")
+
+    def total_after(self, total: float) -> float:
+        return float(total) * (1.0 - float(self.penalty))
+
+    @classmethod
+    def from_json(cls, body: Any, where: str = "late") -> "Late":
+        body = _object(body, where)
+        status = _take(body, "status", (str,), where)
+        if status not in ("on_time", "late"):
+            raise RecordError(f"{where}.status is {status!r}, not on_time or late (only accepted hand-ins are graded)")
+        penalty = _take(body, "penalty", NUMBER, where)
+        if not 0 <= penalty <= 1:
+            raise RecordError(f"{where}.penalty is {penalty}, not a fraction from 0 to 1")
+        days = _take(body, "days_late", (int,), where)
+        if days < 0:
+            raise RecordError(f"{where}.days_late is {days}, below 0")
+        return _section(cls, body, dict(status=status, days_late=days, penalty=penalty,
+                                        sentence=_take(body, "sentence", (str,), where, ""),
+                                        received_at=_take(body, "received_at", (str,), where, "")))
+
+
+@dataclass
 class GradeResult(_Section):
     """One grade, as `cudalab grade` and a batch write it."""
     cudalab_version: str
@@ -374,11 +407,12 @@ class GradeResult(_Section):
     sanitizer: Sanitizer | None = None
     written_answers: WrittenAnswers | None = None  # where the lab asks written questions
     scheduler_failure: dict | None = None          # what a cluster's scheduler said when it stopped the grade
+    late: Late | None = None                       # the course's late policy, where the batch applied one
     schema: str = SCHEMA
     extra: dict = field(default_factory=dict)
     FIELDS = ("schema", "cudalab_version", "lab", "lab_title", "submission", "status", "exit_code", "message",
               "score", "build", "cases", "performance", "run", "sanitizer", "warnings", "provenance",
-              "written_answers", "scheduler_failure")
+              "written_answers", "scheduler_failure", "late")
 
     @property
     def is_grade(self) -> bool:
@@ -399,6 +433,13 @@ class GradeResult(_Section):
     @property
     def total(self) -> float | None:
         return self.score.total if self.score is not None else None
+
+    @property
+    def total_after_late(self) -> float | None:
+        """The total with the late policy's penalty taken off (the total where none applies)."""
+        if self.score is None:
+            return None
+        return self.late.total_after(self.score.total) if self.late is not None else float(self.score.total)
 
     @classmethod
     def from_json(cls, body: Any, where: str = "the grade record") -> "GradeResult":
@@ -433,4 +474,5 @@ class GradeResult(_Section):
             warnings=_strings(body, "warnings", where),
             provenance=Provenance.from_json(body.get("provenance"), f"{where}: provenance"),
             written_answers=_optional(WrittenAnswers, body, "written_answers", where, f"{where}: written answers"),
-            scheduler_failure=_take(body, "scheduler_failure", (dict,), where, None, nullable=True)))
+            scheduler_failure=_take(body, "scheduler_failure", (dict,), where, None, nullable=True),
+            late=_optional(Late, body, "late", where, f"{where}: late")))

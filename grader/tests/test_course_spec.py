@@ -107,3 +107,37 @@ def test_the_file_course_init_writes_is_read_back(tmp_path, toy_config):
     assert offer.deadline - offer.opens == dt.timedelta(days=14)
     assert offer.late == spec.LatePolicy(0, 0.1, offer.deadline + dt.timedelta(days=3))
     assert offer.tries == spec.TryBudget(10, 2.0) and offer.counts == "last"
+
+
+# --- `cudalab course init` -----------------------------------------------------------------------
+
+def test_course_init_writes_a_course_that_loads_and_copies_the_roster(tmp_path, toy_env):
+    from cudalab import cli
+    roster = tmp_path / "export.csv"
+    roster.write_text("id,name,lms_id,email\ns1,Ann,101,ann@x.edu\n")
+    folder = tmp_path / "course"
+    assert cli.main(["course", "init", str(folder), "--labs", "toy", "--roster", str(roster), "--name", "GPU"]) == 0
+    course = spec.load_course(folder, toy_env)
+    assert course.name == "GPU" and list(course.labs) == ["toy"]
+    assert [s.email for s in course.roster()] == ["ann@x.edu"]
+    text = (folder / "course.toml").read_text()
+    assert text.count("\n# ") >= 10  # every setting says what it means
+    before = text
+    assert cli.main(["course", "init", str(folder), "--labs", "toy"]) == 2  # never overwrites
+    assert (folder / "course.toml").read_text() == before
+
+
+def test_course_init_without_a_roster_writes_its_header_and_says_so(tmp_path, toy_env, capsys):
+    from cudalab import cli
+    folder = tmp_path / "course"
+    assert cli.main(["course", "init", str(folder)]) == 0
+    assert (folder / "roster.csv").read_text() == "id,name,lms_id,email\n"
+    assert "header only" in capsys.readouterr().err
+    assert spec.load_course(folder, toy_env).roster() == []
+
+
+def test_course_init_refuses_an_unknown_lab(tmp_path, toy_env, capsys):
+    from cudalab import cli
+    assert cli.main(["course", "init", str(tmp_path / "c"), "--labs", "toy,nope"]) != 0
+    assert "no lab called 'nope'" in capsys.readouterr().err
+    assert not (tmp_path / "c" / "course.toml").exists()

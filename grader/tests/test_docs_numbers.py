@@ -161,9 +161,18 @@ def verb_parsers() -> dict[str, argparse.ArgumentParser]:
     return dict(verbs.choices)
 
 
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    """A parser's options, and those of its actions' own parsers (`cudalab course init ...`)."""
+    found = {o for action in parser._actions for o in action.option_strings}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found |= _options(sub)
+    return found
+
+
 def verb_options() -> dict[str, set[str]]:
-    return {verb: {o for action in sub._actions for o in action.option_strings}
-            for verb, sub in verb_parsers().items()}
+    return {verb: _options(sub) for verb, sub in verb_parsers().items()}
 
 
 def help_texts() -> dict[str, str]:

@@ -264,6 +264,7 @@ SPELLED_OUT = {
     "commands/calibrate.py": {"not_run": 1, "passed": 1, "skipped": 3},
     "commands/ladder.py": {"error": 1, "passed": 2, "skipped": 1},  # a ladder row's verdict
     "commands/run.py": {"error": 1, "failed": 2, "passed": 4, "skipped": 4},  # `cudalab run`'s verdicts
+    "course/run_autograder.py": {"error": 1},  # the course service's JSON key for its sentence (standard library only)
     "errors.py": {"usage": 1},                             # a usage error's word: no grade status
     "intake/forbidden.py": {"error": 2, "forbidden": 2},
     "grading/grade.py": {"clean": 1, "error": 1, "errors": 1, "failed": 4, "none": 1, "passed": 7, "scored": 2,

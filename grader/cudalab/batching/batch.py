@@ -5,6 +5,7 @@ resumable, the plan of what to grade, and the class outputs written from the rec
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import csv
 import fcntl
 import io
@@ -58,18 +59,21 @@ class Job:
     name: str = ""      # the roster's
     lms_id: str = ""
     section: str = ""
+    # The course's late policy for this hand-in (record.Late as JSON: `batch --from-course`),
+    # written into its grade; None for a batch of a folder, which knows no deadline.
+    late: dict | None = None
 
     def to_json(self) -> dict:
         return {"key": self.key, "student": self.student, "handin": self.handin.name,
                 "handin_path": str(self.handin), "sha256": self.sha256, "id_from": self.id_from,
                 "flags": dict(self.flags), "manifest_student": self.manifest_student, "name": self.name,
-                "lms_id": self.lms_id, "section": self.section}
+                "lms_id": self.lms_id, "section": self.section, "late": self.late}
 
     @classmethod
     def from_json(cls, data: dict) -> "Job":
         return cls(data["key"], data["student"], Path(data["handin_path"]), data["sha256"], data["id_from"],
                    dict(data.get("flags") or {}), data.get("manifest_student"), data.get("name") or "",
-                   data.get("lms_id") or "", data.get("section") or "")
+                   data.get("lms_id") or "", data.get("section") or "", data.get("late"))
 
 
 @dataclass(frozen=True)
@@ -298,6 +302,8 @@ def set_submission(result: dict, job: Job) -> None:
                             "handin": job.handin.name, "sha256": job.sha256, "id_from": job.id_from}
     if job.flags:
         result["submission"]["flags"] = dict(job.flags)
+    if job.late is not None:
+        result["late"] = dict(job.late)
 
 
 def begin_job(config: Config, spec: LabSpec, job: Job, scratch: Path, allow_unisolated: bool):
@@ -389,7 +395,11 @@ class Plan:
 
 
 def make_plan(config: Config, spec: LabSpec, store: Store, handins: Path, regrade: list[str],
-              regrade_changed: bool, allow_unisolated: bool, roster: list[RosterStudent] | None = None) -> Plan:
+              regrade_changed: bool, allow_unisolated: bool, roster: list[RosterStudent] | None = None,
+              late: dict[str, dict] | None = None) -> Plan:
+    """What this run grades. `late`: student id -> the late policy's record.Late JSON for
+    their hand-in (`batch --from-course`), given to the job and so to its grade; a grade
+    whose late record differs (the policy or the counted hand-in changed) is graded again."""
     results = store.out.resolve()
     inside = results.relative_to(handins.resolve()) if results.is_relative_to(handins.resolve()) else None
     if inside is not None and len(inside.parts) > 1:
@@ -397,6 +407,8 @@ def make_plan(config: Config, spec: LabSpec, store: Store, handins: Path, regrad
                          "would be read as part of that student's hand-in. Give a results folder outside "
                          f"{handins}.")
     jobs, skipped = discover(config, spec, handins, roster, results)
+    if late is not None:
+        jobs = [dataclasses.replace(job, late=late.get(job.student)) for job in jobs]
     if not jobs:
         raise UsageError(no_handins_sentence(handins, skipped))
     by_student = {job.student: job for job in jobs}
@@ -412,6 +424,8 @@ def make_plan(config: Config, spec: LabSpec, store: Store, handins: Path, regrad
             why[job.key] = "new"
         elif job.student in regrade:
             why[job.key] = "asked for by --regrade"
+        elif late is not None and isinstance(result, dict) and has_grade(result) and result.get("late") != job.late:
+            why[job.key] = "the late policy's assessment changed"
         elif not has_grade(result):  # no GPU, no sandbox, a grader or scheduler failure: not a grade to keep
             why[job.key] = f"without a grade: {publish.why_no_grade('done', result)}"
         elif record.get("job", {}).get("sha256") != job.sha256:

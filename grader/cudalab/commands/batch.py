@@ -2,6 +2,7 @@
 
     cudalab batch LAB HAND-INS --out DIR [--gpus 0,1] [--jobs N] [--regrade ID ...]
     cudalab batch LAB HAND-INS --out DIR --executor slurm [--partition P] [--max-parallel N] ...
+    cudalab batch LAB --from-course COURSE [--out DIR] [--before-deadline] ...
 
 HAND-INS is a folder with one hand-in per student: a folder, a .tar.gz/.tgz/.tar or a .zip
 (what `cudalab pack` makes). Who handed it in comes from how the hand-ins were collected,
@@ -40,6 +41,17 @@ staging, building, grading, cleaning up after or committing it), that hand-in ge
 with status error, a zero and the reason (its result's "grader_failure"), the batch goes on,
 its outputs show the hand-in as not graded, it exits 24, and the next run grades it again.
 
+With --from-course, the hand-ins are the course service's: for each student the hand-in
+that counts under the course's policy (course.toml: the last, or the best graded), copied
+from the course's uploads into DIR/handins (one archive per student, named by id) and graded
+as above, the roster being the course's. Each grade carries the late policy's assessment of
+its hand-in (by the service's clock when it was received), and the class outputs take its
+penalty off the total (gradebook.csv says how late and how much; canvas.csv has the total
+after it); roster students with no hand-in that counts are listed. A hand-in that counts
+now but not at an earlier run (a later one came) is graded again. It refuses to run before
+the deadline (and its grace) has passed, unless --before-deadline, whose grades are
+provisional. DIR defaults to COURSE/grades/LAB.
+
 Where the work runs is an executor (executor.py): this machine's CPUs and GPUs, or a
 cluster's Slurm (slurm.py), with the same records and outputs. A record that says the
 scheduler stopped the grade (a Slurm task cancelled, failed or out of time: its result's
@@ -58,6 +70,7 @@ from ..outputs import publish, report
 from ..batching.batch import Store, make_plan, publish_outputs, read_roster
 from ..config import Config
 from ..batching.slurm import recorded_jobs
+from ..errors import UsageError
 
 
 def _outputs_argument(text: str) -> list[str]:
@@ -75,9 +88,17 @@ def _outputs_argument(text: str) -> list[str]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("lab", help="the lab the hand-ins are for")
-    parser.add_argument("handins", type=Path, help="the folder with one hand-in per student")
-    parser.add_argument("--out", type=Path, required=True,
-                        help="the batch's results folder (made if missing; give the same one again to resume)")
+    parser.add_argument("handins", type=Path, nargs="?",
+                        help="the folder with one hand-in per student (not with --from-course)")
+    parser.add_argument("--out", type=Path,
+                        help="the batch's results folder (made if missing; give the same one again to resume); "
+                        "with --from-course, default COURSE/grades/LAB")
+    parser.add_argument("--from-course", type=Path, metavar="COURSE",
+                        help="grade the course service's hand-ins that count, with its late policy")
+    parser.add_argument("--database", metavar="URL",
+                        help="with --from-course: the course's database (default: sqlite in COURSE)")
+    parser.add_argument("--before-deadline", action="store_true",
+                        help="with --from-course: grade before the deadline has passed (provisional grades)")
     parser.add_argument("--executor", choices=tuple(executors.EXECUTORS), default="local",
                         help="where the grading runs: this machine (local, the default) or a Slurm "
                         "cluster's jobs (slurm)")
@@ -108,17 +129,61 @@ def _warn_of_slurm_jobs(store: Store) -> None:
                      f"--executor slurm, or cancel them first (scancel {' '.join(jobs)}).")
 
 
+def _check_source(args: argparse.Namespace) -> None:
+    """One source of hand-ins: a folder, or the course's."""
+    if args.from_course is None:
+        if args.handins is None or args.out is None:
+            raise UsageError("Give the hand-ins folder and --out DIR (cudalab batch LAB HAND-INS --out DIR), or "
+                             "--from-course COURSE to grade a course service's hand-ins.")
+        for option in ("database", "before_deadline"):
+            if getattr(args, option):
+                raise UsageError(f"--{option.replace('_', '-')} goes with --from-course only.")
+        return
+    if args.handins is not None or args.roster is not None:
+        raise UsageError("--from-course takes the hand-ins and the roster from the course: give no hand-ins "
+                         "folder and no --roster with it.")
+
+
+def _from_course(args: argparse.Namespace, config: Config, lab: str, store: Store):
+    """The course's counted hand-ins laid out under the results folder: (folder, roster, late)."""
+    # Imported here: the course's packages (SQLAlchemy) are needed by --from-course only.
+    from ..course import collect, spec as course_spec, store as course_store
+    course = course_spec.load_course(args.from_course, config)
+    offer = course.offer(lab)
+    not_final = collect.before_deadline_sentence(offer, course_store.now())
+    if not_final and course_store.now() <= offer.on_time_until and not args.before_deadline:
+        raise UsageError(f"Not grading yet: {not_final}. Run it after the deadline, or with --before-deadline for "
+                         "provisional grades.")
+    if not_final:
+        console.warn(f"these grades are provisional: {not_final}. Run the batch again after "
+                     f"{offer.closes.isoformat()}; it grades again only what changed.")
+    sessions = course_store.open_database(course_store.database_url(course, args.database))
+    collected = collect.collect(course, sessions, lab, store.out / "handins")
+    for sentence in collected.skipped:
+        console.warn(f"not graded: {sentence}")
+    return collected.folder, collected.roster, collected.late
+
+
 def main(args: argparse.Namespace, config: Config) -> int:
+    _check_source(args)
     spec = labs.load_lab(config, args.lab)
     executor = executors.make(args.executor, config, args)
-    store = Store(args.out.resolve())
+    out = args.out or (args.from_course / "grades" / spec.name if args.from_course else None)
+    store = Store(out.resolve())
     started_at = report.timestamp()
     with store.locked():
-        store.open(spec.name, args.handins)
+        if args.from_course is not None:
+            store.open(spec.name, store.out / "handins")
+            handins, roster, late = _from_course(args, config, spec.name, store)
+            regrade_changed = True  # the hand-in that counts is the course's decision, not a change to review
+        else:
+            store.open(spec.name, args.handins)
+            handins, late, regrade_changed = args.handins, None, args.regrade_changed
+            roster = read_roster(args.roster) if args.roster else None
         if executor.name != "slurm":
             _warn_of_slurm_jobs(store)
-        plan = make_plan(config, spec, store, args.handins, args.regrade, args.regrade_changed,
-                         args.allow_unisolated, read_roster(args.roster) if args.roster else None)
+        plan = make_plan(config, spec, store, handins, args.regrade, regrade_changed,
+                         args.allow_unisolated, roster, late)
         reporter = progress.make(json_lines=args.json)
         reporter.begin(total=len(plan.jobs), done=len(plan.jobs) - len(plan.todo), skipped=plan.skipped,
                        changed=[j.student for j in plan.jobs if j.key in plan.changed], why=plan.todo_reasons())

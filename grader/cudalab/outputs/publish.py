@@ -45,7 +45,7 @@ from .. import __version__
 from ..isolation import gpu
 from . import report
 from ..errors import GraderError
-from ..record import SCHEMA, Build, Clock, GradeResult, Provenance, RecordError, Score, Submission
+from ..record import SCHEMA, Build, Clock, GradeResult, Late, Provenance, RecordError, Score, Submission
 from ..status import GRADE_STATUSES, CaseStatus, PerformanceStatus, RunStatus, SanitizerStatus, Status
 STATES = ("done", "pending", "failed_to_grade")
 STUDENTS_DIR = "students"
@@ -59,6 +59,7 @@ GRADESCOPE_FILE = "results.json"
 # zero included); any other outcome says nothing about the hand-in and leaves its grade cells
 # blank. Status.rejects: the hand-in was refused before it ran, a zero.
 
+LATE_COLUMNS = ("total_before_late", "late")  # gradebook.csv's, where a course's late policy applies
 GRADEBOOK_COLUMNS = ("student", "handin", "sha256", "status", "correctness", "performance", "total",
                      "total_max", "ratio", "flags", "message")
 CANVAS_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
@@ -159,6 +160,16 @@ class Entry:
     @property
     def score(self) -> Score | None:
         return self.result.score if self.counts else None
+
+    @property
+    def late(self) -> Late | None:
+        """The course's late policy applied to this grade (`batch --from-course`), where it has one."""
+        return self.result.late if self.counts else None
+
+    @property
+    def final_total(self) -> float | None:
+        """The grade: the total with any late penalty taken off."""
+        return self.result.total_after_late if self.counts else None
 
 
 def _text(value, what: str, student: str) -> str:
@@ -643,11 +654,15 @@ def gradebook_csv(entries: list[Entry], questions=(), kept: dict[str, dict[str, 
     a grader error); written-answer cells are the instructor's, from `kept`."""
     written = written_columns(questions)
     kept = kept or {}
-    rows = [list(GRADEBOOK_COLUMNS) + written]
+    # A course's batch (--from-course) says, per student, the total before the late penalty and
+    # why it was taken off; "total" is then the grade after it. A folder's batch has no such columns.
+    with_late = any(entry.late is not None for entry in entries)
+    rows = [list(GRADEBOOK_COLUMNS) + (list(LATE_COLUMNS) if with_late else []) + written]
     shared = _sharing(entries)
     for entry in entries:
         score = entry.score
-        points = [score.correctness, score.performance, score.total, score.total_max] if score else [None] * 4
+        points = [score.correctness, score.performance, entry.final_total, score.total_max] if score else [None] * 4
+        late = [_number(score.total) if score else "", _late_text(entry)] if with_late else []
         ratio = entry.result.ratio if entry.counts else None
         # The hand-in the grade is of: a hand-in changed since then is flagged, never shown
         # with its new hash beside the old grade.
@@ -655,8 +670,17 @@ def gradebook_csv(entries: list[Entry], questions=(), kept: dict[str, dict[str, 
                      entry.status, *map(_number, points),
                      "" if ratio is None else f"{ratio:.4g}",
                      ";".join(kind for kind, _ in flags_of(entry, shared)), _row_message(entry)]
-                    + [kept.get(entry.student, {}).get(column, "") for column in written])
+                    + late + [kept.get(entry.student, {}).get(column, "") for column in written])
     return _csv(rows)
+
+
+def _late_text(entry: Entry) -> str:
+    late = entry.late
+    if late is None:
+        return ""
+    if not late.penalty:
+        return late.sentence or "on time"
+    return f"{late.sentence} ({_number(late.penalty * float(entry.score.total))} points off)"
 
 
 def _points_possible(entries: list[Entry]) -> float | None:
@@ -687,7 +711,7 @@ def canvas_csv(entries: list[Entry], lab_title: str, points_possible: float | No
             continue
         score = None if entry.student in shared else entry.score
         rows.append([entry.name or entry.student, entry.lms_id, entry.student, "", entry.section,
-                     "" if score is None else f"{float(score.total):.2f}"])
+                     "" if score is None else f"{entry.final_total:.2f}"])
     return _csv(rows)
 
 
@@ -812,7 +836,7 @@ def summary_page(lab: str, lab_title: str, entries: list[Entry], batch_info: dic
               for status in list(COUNT_ORDER) + sorted(set(counted) - set(COUNT_ORDER)) if counted[status]]
     scores = [e.score for e in entries if e.score is not None]
     without = no_grade_groups(e.why_no_grade for e in entries)
-    totals = [float(s.total) for s in scores]
+    totals = [e.final_total for e in entries if e.score is not None]
     score_max = max([float(s.total_max) for s in scores], default=0.0)
     timed = [(e.result.ratio, e) for e in entries if e.counts and e.result.ratio is not None]
     score_plot, score_note = score_histogram(totals, score_max)
@@ -842,7 +866,7 @@ def summary_page(lab: str, lab_title: str, entries: list[Entry], batch_info: dic
                for e in entries for flags in [flags_of(e, shared)] if flags]
     everyone = [{"student": e.student, "handin": e.handin_name, "link": _link(e) if e.state != "pending" else None,
                  "status": words.get(e.status, e.status),
-                 "total": report.points_text(e.score.total) if e.score else "",
+                 "total": report.points_text(e.final_total) if e.score else "",
                  "total_max": report.points_text(e.score.total_max) if e.score else "",
                  "ratio": f"{e.result.ratio:.3g}" if e.counts and e.result.ratio is not None else "",
                  "flags": ", ".join(FLAG_WORDS[kind] for kind, _ in flags_of(e, shared))} for e in entries]
@@ -874,6 +898,9 @@ def summary_page(lab: str, lab_title: str, entries: list[Entry], batch_info: dic
         "fastest": fastest, "flagged": flagged, "everyone": everyone,
         "missing": [{"student": str(m.get("student") or ""), "name": str(m.get("name") or "")} for m in missing],
         "shared": len(shared),
+        "late": [{"student": e.student, "link": _link(e), "sentence": e.late.sentence,
+                  "before": report.points_text(e.score.total), "after": report.points_text(e.final_total)}
+                 for e in entries if e.late is not None and e.late.penalty],
     }
     return report.environment().get_template("summary.html.j2").render(s=page)
 
