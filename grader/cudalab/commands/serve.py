@@ -64,8 +64,8 @@ def main(args: argparse.Namespace, config: Config) -> int:
                          "a package registry, tools/stage-deps.sh where it has one.") from None
     url = store.database_url(spec, args.database)
     sessions = store.open_database(url)
-    executor = (work.StandInExecutor(delay_s=max(0.0, args.standin_delay)) if args.executor == "standin"
-                else work.LocalExecutor())
+    executor = (work.StandInExecutor(delay_s=max(0.0, args.standin_delay), slots=work.standin_slots())
+                if args.executor == "standin" else work.LocalExecutor(config))
     if args.executor == "local" and executor.gpus == 0:
         console.warn("No CUDA device here: every try will end with 'no device' (refunded). Run the service on "
                      "the course's GPU machine, or check it with `cudalab doctor`.")

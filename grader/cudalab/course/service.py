@@ -622,9 +622,9 @@ def accept_hand_in(service: CourseService, who: Student, offer: LabOffer, latene
         try:
             checked = service.executor.check_hand_in(upload_path(service.spec.folder, sha256), offer.lab,
                                                      service.scratch)
-        except HandInCheckFailed as err:
-            raise Refusal(409, f"The hand-in checks could not run ({err}); nothing was recorded: send it again "
-                               "in a minute.") from None
+        except HandInCheckFailed as err:  # the grader's failure, not the hand-in's: 503, as for any
+            raise Refusal(503, f"The hand-in checks could not run ({err}); nothing was recorded: send it again "
+                               "in a minute.", {"Retry-After": "60"}) from None
     checks = checked.get("checks") or []
     if not checked.get("accepted"):
         failed = [f"{c['name']}: " + "; ".join(f["message"] for f in c.get("findings", []) if f.get("severity") == "error")
