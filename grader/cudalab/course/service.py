@@ -55,7 +55,8 @@ TOKEN_CACHE_SIZE = 10_000
 
 
 class Refusal(Exception):
-    """A request answered with a 4xx and a sentence (and any extra JSON fields)."""
+    """A request answered with a sentence (and any extra JSON fields): a 4xx for what the
+    request got wrong, 503 where the grader could not do its part."""
 
     def __init__(self, status: int, sentence: str, headers: dict | None = None, **extra):
         super().__init__(sentence)

@@ -101,15 +101,18 @@ class Executor:
 
 # --- the local executor: this machine's GPUs ------------------------------------------------------
 
-def gpu_count() -> int:
+def visible_gpus() -> list[str]:
+    """The GPUs this service may use, as CUDA_VISIBLE_DEVICES names them: those it was given
+    in CUDA_VISIBLE_DEVICES, else every GPU nvidia-smi lists."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
-        return len([d for d in visible.split(",") if d.strip()])
+        return [d.strip() for d in visible.split(",") if d.strip()]
     try:
         listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
-        return 0
-    return sum(1 for line in listed.stdout.splitlines() if line.startswith("GPU ")) if listed.returncode == 0 else 0
+        return []
+    count = sum(1 for line in listed.stdout.splitlines() if line.startswith("GPU ")) if listed.returncode == 0 else 0
+    return [str(index) for index in range(count)]
 
 
 class LocalExecutor(Executor):
@@ -118,11 +121,11 @@ class LocalExecutor(Executor):
     safe reader."""
     name = "local"
 
-    def __init__(self, config: Config, gpus: int | None = None, time_limit_s: float = 900.0):
+    def __init__(self, config: Config, gpus: list[str] | None = None, time_limit_s: float = 900.0):
         self.config = config
-        found = gpu_count() if gpus is None else gpus
-        self.gpus = found
-        self.slots = max(1, found)
+        self.devices = visible_gpus() if gpus is None else gpus
+        self.gpus = len(self.devices)
+        self.slots = max(1, self.gpus)
         self.time_limit_s = time_limit_s
 
     def _cudalab(self, args: list[str], slot: int | None, emit: Callable[[str], None] | None,
@@ -133,7 +136,7 @@ class LocalExecutor(Executor):
         env = {**os.environ, "CUDALAB_ROOT": str(self.config.root),
                "PYTHONPATH": os.pathsep.join([package_parent, *filter(None, [os.environ.get("PYTHONPATH")])])}
         if slot is not None and self.gpus > 0:
-            env["CUDA_VISIBLE_DEVICES"] = str(slot)
+            env["CUDA_VISIBLE_DEVICES"] = self.devices[slot]
         stdout_file = tempfile.TemporaryFile(dir=cwd)
         try:
             process = subprocess.Popen([sys.executable, "-m", "cudalab", *args], stdout=stdout_file,
