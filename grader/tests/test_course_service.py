@@ -244,9 +244,12 @@ def test_tries_spend_the_budget_and_a_grader_failure_gives_its_try_back(course):
 def test_a_jobs_events_stream_its_lines_and_a_reconnect_misses_nothing(course):
     server, issued, client = course
     token = issued.students["s002"]
+    ahead = client.post("/api/v1/labs/vector_add/tries", content=archive(seconds=1.0, salt="ahead"),
+                        headers=auth(issued.students["s001"]) | GZIP)
     job = client.post("/api/v1/labs/vector_add/tries", content=archive(salt="ev"), headers=auth(token) | GZIP).json()["job"]
     events = [json.loads(line) for line in client.get(f"/api/v1/jobs/{job}/events", headers=auth(token)).iter_lines()
               if line]
+    assert ahead.status_code == 202 and events[0]["type"] == "position" and events[0]["position"] >= 1  # it waited
     lines = [e for e in events if e["type"] == "line"]
     assert lines and events[-1] == {"type": "end", "state": "done", "exit_code": 0, "summary": "every case passed",
                                      "charged": True}
