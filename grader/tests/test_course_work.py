@@ -49,7 +49,7 @@ def runner(toy_env, tmp_path):
     with sessions() as session:
         session.add(store.Student(id="s001", name="Student One"))
         session.commit()
-    executor = work.LocalExecutor(gpus=0, time_limit_s=120,
+    executor = work.LocalExecutor(gpus=[], time_limit_s=120,
                                   cudalab=[sys.executable, str(DRIVER), str(toy_env.root), str(toy_env.work_dir), "--"])
     the_runner = work.Runner(sessions, course, executor, tmp_path / "scratch")
 

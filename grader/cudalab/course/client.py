@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ..errors import CudalabError
+from ..errors import UsageError
 from ..exit_codes import Cli
 
 TOKEN_ENV = "CUDALAB_TOKEN"
@@ -35,8 +35,9 @@ _LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 
 
-class ServiceError(CudalabError):
-    """The course service could not be reached, or answered no; exit_code says which."""
+class ServiceError(UsageError):
+    """The course service could not be reached, or answered no; exit_code says which. Like a
+    usage error it stops a command before any grade, so it has no grade status."""
 
     status = "service"
 

@@ -56,7 +56,7 @@ class SlurmExecutor(Executor):
         self.poll_s, self.time_limit_s = poll_s, time_limit_s
         # How a job starts cudalab: this interpreter and package (the tests put a driver here).
         self.cudalab = cudalab or [sys.executable, "-m", "cudalab"]
-        self.checks = LocalExecutor(gpus=0, time_limit_s=time_limit_s)
+        self.checks = LocalExecutor(gpus=[], time_limit_s=time_limit_s)
         self.in_flight: dict[int, str] = {}   # the course's job id -> its Slurm job id
         self.lock = threading.Lock()
         self.stopping = threading.Event()
