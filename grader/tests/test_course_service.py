@@ -99,6 +99,38 @@ def test_a_student_sees_only_their_own_jobs_and_hand_ins(course):
     assert "s000" not in board and "Student" not in board
 
 
+def test_the_leaderboard_shows_pseudonyms_and_only_fully_correct_benchmarked_tries(course):
+    server, issued, client = course
+    for sid, name in (("s000", "ann-the-fast"), ("s001", "bob_b")):
+        token = issued.students[sid]
+        assert client.put("/api/v1/me/pseudonym", json={"pseudonym": name}, headers=auth(token)).json() == \
+            {"pseudonym": name}
+        job = client.post("/api/v1/labs/vector_add/tries?bench=1", content=archive(salt=sid), headers=auth(token) | GZIP)
+        assert wait_for_job(client, token, job.json()["job"])["ratio"] is not None
+    failed = client.post("/api/v1/labs/vector_add/tries?bench=1", content=archive("failed", salt="c"),
+                         headers=auth(issued.students["s002"]) | GZIP).json()["job"]
+    wait_for_job(client, issued.students["s002"], failed)
+    rows = client.get("/api/v1/labs/vector_add/leaderboard").json()["rows"]
+    assert sorted(r["pseudonym"] for r in rows) == ["ann-the-fast", "bob_b"]
+    assert [r["ratio"] for r in rows] == sorted(r["ratio"] for r in rows) and rows[0]["rank"] == 1
+    assert set(rows[0]) == {"rank", "pseudonym", "ratio", "noise"}
+
+
+def test_a_gradescope_submission_is_graded_and_answered_as_results_json(course):
+    server, issued, client = course
+    key = auth(issued.course_key)
+    sent = client.post("/api/v1/gradescope/vector_add", content=archive(salt="gs"),
+                       headers=key | GZIP | {"X-Cudalab-Student-Email": "s001@example.edu"})
+    assert sent.status_code == 202, sent.text
+    job = wait_for_job(client, issued.course_key, sent.json()["job"])
+    assert job["kind"] == "grade" and job["charged"] is False  # Gradescope's submissions spend no tries
+    results = client.get(f"/api/v1/jobs/{job['job']}/gradescope", headers=key).json()
+    assert results["extra_data"]["student"] == "s001" and isinstance(results["tests"], list)
+    # the student's own token sees the grade job too; another student's does not
+    assert client.get(f"/api/v1/jobs/{job['job']}", headers=auth(issued.students["s001"])).status_code == 200
+    refused(client.get(f"/api/v1/jobs/{job['job']}", headers=auth(issued.students["s000"])), 404)
+
+
 # --- every bad input ---------------------------------------------------------------------------------
 
 BAD = "cl1_AAAAAAAAAAAA_" + "B" * 32
@@ -212,9 +244,12 @@ def test_tries_spend_the_budget_and_a_grader_failure_gives_its_try_back(course):
 def test_a_jobs_events_stream_its_lines_and_a_reconnect_misses_nothing(course):
     server, issued, client = course
     token = issued.students["s002"]
+    ahead = client.post("/api/v1/labs/vector_add/tries", content=archive(seconds=1.0, salt="ahead"),
+                        headers=auth(issued.students["s001"]) | GZIP)
     job = client.post("/api/v1/labs/vector_add/tries", content=archive(salt="ev"), headers=auth(token) | GZIP).json()["job"]
     events = [json.loads(line) for line in client.get(f"/api/v1/jobs/{job}/events", headers=auth(token)).iter_lines()
               if line]
+    assert ahead.status_code == 202 and events[0]["type"] == "position" and events[0]["position"] >= 1  # it waited
     lines = [e for e in events if e["type"] == "line"]
     assert lines and events[-1] == {"type": "end", "state": "done", "exit_code": 0, "summary": "every case passed",
                                      "charged": True}

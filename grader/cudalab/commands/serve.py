@@ -17,15 +17,15 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import sys
 import tempfile
 from pathlib import Path
 
 from .. import console
 from ..config import Config
-from ..course import service as course_service
 from ..course import spec as course_spec
-from ..course import queue, store, work
 from ..errors import UsageError
+from ..intake.object_analysis import staged_deps
 
 EXECUTORS = ("local", "slurm", "standin")
 
@@ -53,10 +53,19 @@ def main(args: argparse.Namespace, config: Config) -> int:
     if not 0 < args.port < 65536:
         raise UsageError(f"--port {args.port} is not a port: give one from 1 to 65535.")
     spec = course_spec.load_course(folder, config)
+    # Imported here, not above: every verb's module is loaded for `cudalab --help`, and a
+    # machine that only grades need not have the service's packages (Starlette, SQLAlchemy, ...).
+    _use_staged_packages(config.root)
+    try:
+        from ..course import queue, service as course_service, store, work
+    except ImportError as err:
+        raise UsageError(f"The course service needs the Python package {err.name or err}, which is not installed "
+                         "here: run tools/setup.sh (or `pip install -e 'grader[service]'`), or on a machine without "
+                         "a package registry, tools/stage-deps.sh where it has one.") from None
     url = store.database_url(spec, args.database)
     sessions = store.open_database(url)
-    executor = (work.StandInExecutor(delay_s=max(0.0, args.standin_delay)) if args.executor == "standin"
-                else work.LocalExecutor())
+    executor = (work.StandInExecutor(delay_s=max(0.0, args.standin_delay), slots=work.standin_slots())
+                if args.executor == "standin" else work.LocalExecutor(config))
     if args.executor == "local" and executor.gpus == 0:
         console.warn("No CUDA device here: every try will end with 'no device' (refunded). Run the service on "
                      "the course's GPU machine, or check it with `cudalab doctor`.")
@@ -79,8 +88,16 @@ def main(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def _use_staged_packages(root: Path) -> None:
+    """Let this process import what tools/stage-deps.sh staged for a machine without a
+    package registry (the packages installed here come first)."""
+    for folder in staged_deps(root):
+        if folder.is_dir() and str(folder) not in sys.path:
+            sys.path.append(str(folder))
+
+
 def pages_for(service) -> list:
     """The course's web pages, where this install has them (course/pages.py)."""
-    if importlib.util.find_spec(f"{course_service.__package__}.pages") is None:
+    if importlib.util.find_spec(f"{course_spec.__package__}.pages") is None:
         return []
-    return importlib.import_module(f"{course_service.__package__}.pages").routes(service)
+    return importlib.import_module(f"{course_spec.__package__}.pages").routes(service)

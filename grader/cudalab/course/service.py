@@ -55,7 +55,8 @@ TOKEN_CACHE_SIZE = 10_000
 
 
 class Refusal(Exception):
-    """A request answered with a 4xx and a sentence (and any extra JSON fields)."""
+    """A request answered with a sentence (and any extra JSON fields): a 4xx for what the
+    request got wrong, 503 where the grader could not do its part."""
 
     def __init__(self, status: int, sentence: str, headers: dict | None = None, **extra):
         super().__init__(sentence)
@@ -382,7 +383,6 @@ def make_app(service: CourseService, pages: list | None = None) -> Starlette:
                     sha256 = keep_upload(service, session, data)
                     job = queue.enqueue(session, kind=JobKind.TRY, student_id=who.id, lab=offer.lab,
                                         upload_sha256=sha256, bench=bench == "1")
-                    job.created_at = at
                     session.commit()
                     service.runner.wake.set()
                     return {"job": job.id, "position": queue.position(session, job.id), "tries_left": left - 1}
@@ -623,9 +623,9 @@ def accept_hand_in(service: CourseService, who: Student, offer: LabOffer, latene
         try:
             checked = service.executor.check_hand_in(upload_path(service.spec.folder, sha256), offer.lab,
                                                      service.scratch)
-        except HandInCheckFailed as err:
-            raise Refusal(409, f"The hand-in checks could not run ({err}); nothing was recorded: send it again "
-                               "in a minute.") from None
+        except HandInCheckFailed as err:  # the grader's failure, not the hand-in's: 503, as for any
+            raise Refusal(503, f"The hand-in checks could not run ({err}); nothing was recorded: send it again "
+                               "in a minute.", {"Retry-After": "60"}) from None
     checks = checked.get("checks") or []
     if not checked.get("accepted"):
         failed = [f"{c['name']}: " + "; ".join(f["message"] for f in c.get("findings", []) if f.get("severity") == "error")

@@ -14,7 +14,6 @@ sandbox, or a runner killed from outside.
 """
 from __future__ import annotations
 
-import io
 import json
 import math
 import os
@@ -26,13 +25,16 @@ import tarfile
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from sqlalchemy import func, select
 
+from ..config import Config
 from ..exit_codes import Cli
+from ..intake import handin
+from ..lab import labs
 from . import queue
 from .store import Job, JobKind, JobLine, JobState, now, upload_path
 
@@ -99,15 +101,18 @@ class Executor:
 
 # --- the local executor: this machine's GPUs ------------------------------------------------------
 
-def gpu_count() -> int:
+def visible_gpus() -> list[str]:
+    """The GPUs this service may use, as CUDA_VISIBLE_DEVICES names them: those it was given
+    in CUDA_VISIBLE_DEVICES, else every GPU nvidia-smi lists."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
-        return len([d for d in visible.split(",") if d.strip()])
+        return [d.strip() for d in visible.split(",") if d.strip()]
     try:
         listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
-        return 0
-    return sum(1 for line in listed.stdout.splitlines() if line.startswith("GPU ")) if listed.returncode == 0 else 0
+        return []
+    count = sum(1 for line in listed.stdout.splitlines() if line.startswith("GPU ")) if listed.returncode == 0 else 0
+    return [str(index) for index in range(count)]
 
 
 class LocalExecutor(Executor):
@@ -116,17 +121,22 @@ class LocalExecutor(Executor):
     safe reader."""
     name = "local"
 
-    def __init__(self, gpus: int | None = None, time_limit_s: float = 900.0):
-        found = gpu_count() if gpus is None else gpus
-        self.gpus = found
-        self.slots = max(1, found)
+    def __init__(self, config: Config, gpus: list[str] | None = None, time_limit_s: float = 900.0):
+        self.config = config
+        self.devices = visible_gpus() if gpus is None else gpus
+        self.gpus = len(self.devices)
+        self.slots = max(1, self.gpus)
         self.time_limit_s = time_limit_s
 
     def _cudalab(self, args: list[str], slot: int | None, emit: Callable[[str], None] | None,
                  cwd: Path) -> tuple[int | None, str]:
-        env = dict(os.environ)
+        # The child is this very grader, whatever folder it runs in: this package first on its
+        # path, and this repository as its root.
+        package_parent = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ, "CUDALAB_ROOT": str(self.config.root),
+               "PYTHONPATH": os.pathsep.join([package_parent, *filter(None, [os.environ.get("PYTHONPATH")])])}
         if slot is not None and self.gpus > 0:
-            env["CUDA_VISIBLE_DEVICES"] = str(slot)
+            env["CUDA_VISIBLE_DEVICES"] = self.devices[slot]
         stdout_file = tempfile.TemporaryFile(dir=cwd)
         try:
             process = subprocess.Popen([sys.executable, "-m", "cudalab", *args], stdout=stdout_file,
@@ -149,12 +159,8 @@ class LocalExecutor(Executor):
         return code, stdout_file.read(16 * 1024 * 1024).decode("utf-8", "replace")
 
     def _unpack(self, order: Order) -> Path:
-        from ..config import Config
-        from ..intake import handin
-        from ..lab import labs
-        config = Config.load()
-        spec = labs.load_lab(config, order.lab)
-        hand_in = handin.read_hand_in(order.archive, spec, config)
+        spec = labs.load_lab(self.config, order.lab)
+        hand_in = handin.read_hand_in(order.archive, spec, self.config)
         folder = order.scratch / "submission"
         folder.mkdir(parents=True, exist_ok=True)
         files = {name: entry.data for name, entry in hand_in.files().items()
@@ -391,9 +397,7 @@ class _LineWriter:
         self.pending.clear()
 
 
-def make_executor(name: str, *, delay_s: float = 0.2) -> Executor:
-    if name == "local":
-        return LocalExecutor()
-    if name == "standin":
-        return StandInExecutor(delay_s=delay_s, slots=int(os.environ.get("CUDALAB_STANDIN_SLOTS", "1")))
-    raise ValueError(name)
+def standin_slots() -> int:
+    """How many stand-in jobs run at once (CUDALAB_STANDIN_SLOTS, for rehearsals; default 1)."""
+    text = os.environ.get("CUDALAB_STANDIN_SLOTS", "1")
+    return max(1, int(text)) if text.isdigit() else 1

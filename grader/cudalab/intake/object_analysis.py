@@ -156,8 +156,10 @@ def _python_path(deps: Sequence[Path]) -> list[Path]:
 
 
 def staged_deps(root: Path) -> list[Path]:
-    """Where tools/stage-deps.sh puts pure-Python dependencies in a checkout at `root`."""
-    return [Path(root) / ".deps" / "python"]
+    """Where tools/stage-deps.sh puts Python dependencies in a checkout at `root`: those with
+    compiled parts for this Python's version, then the pure-Python ones."""
+    return [Path(root) / ".deps" / f"python-{sys.version_info.major}.{sys.version_info.minor}",
+            Path(root) / ".deps" / "python"]
 
 
 # --- the child: reading the object ----------------------------------------------------------------
