@@ -40,14 +40,13 @@ from starlette.routing import Mount, Route
 
 from ..errors import UsageError
 from ..outputs import publish
-from . import leaderboard, policy, queue, tokens
+from . import leaderboard, policy, pseudonyms, queue, tokens
 from .spec import CourseSpec, LabOffer
 from .store import HandIn, Job, JobKind, JobLine, JobState, Secret, SecretKind, Student, Upload, now, store_upload, \
     upload_path
 from .work import Executor, HandInCheckFailed, Runner
 
 API = "/api/v1"
-PSEUDONYM = re.compile(r"[A-Za-z0-9_-]{3,32}")
 GZIP_TYPES = ("application/gzip", "application/x-gzip", "application/x-tar+gzip", "application/octet-stream")
 FINISHED = (JobState.DONE, JobState.GRADER_FAILED)
 EVENTS_POLL_S = 0.2
@@ -337,23 +336,17 @@ def make_app(service: CourseService, pages: list | None = None) -> Starlette:
     async def pseudonym(request: Request) -> Response:
         allow_params(request)
         body = await json_body(request, ("pseudonym",))
-        chosen = body.get("pseudonym")
-        if not isinstance(chosen, str) or not PSEUDONYM.fullmatch(chosen):
-            raise Refusal(400, "A pseudonym is 3 to 32 letters, digits, '-' or '_' (it is what the leaderboard "
-                               "shows instead of your name).")
+        try:
+            chosen = pseudonyms.check(body.get("pseudonym"))
+        except pseudonyms.PseudonymRefused as refused:
+            raise Refusal(refused.status, refused.sentence) from None
 
         def answer():
             who = student(request)
-            with service.sessions() as session:
-                taken = session.scalar(select(Student.id).where(Student.pseudonym == chosen))
-                if taken is not None and taken != who.id:
-                    raise Refusal(409, f"The pseudonym {chosen!r} is taken: choose another.")
-                session.get(Student, who.id).pseudonym = chosen
-                try:
-                    session.commit()
-                except IntegrityError:
-                    raise Refusal(409, f"The pseudonym {chosen!r} is taken: choose another.") from None
-            return {"pseudonym": chosen}
+            try:
+                return {"pseudonym": pseudonyms.choose(service.sessions, who.id, chosen)}
+            except pseudonyms.PseudonymRefused as refused:
+                raise Refusal(refused.status, refused.sentence) from None
         return JSONResponse(await run_in_threadpool(answer))
 
     async def submit_try(request: Request) -> Response:
