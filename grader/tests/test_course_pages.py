@@ -7,6 +7,7 @@ log in through the form and save a screenshot of each page, checked not blank.""
 from __future__ import annotations
 
 import datetime as dt
+import html
 import shutil
 import socket
 import threading
@@ -19,7 +20,7 @@ from sqlalchemy.orm import sessionmaker
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from cudalab.course import pages, store
+from cudalab.course import pages, pseudonyms, store
 from cudalab.course.spec import CourseSpec, LabOffer, LatePolicy, TryBudget
 from cudalab.course.store import HandIn, Job, JobKind, JobState, Student, Upload
 
@@ -152,6 +153,31 @@ def test_a_students_page_shows_their_own_work_and_nothing_of_anyone_elses(app):
         assert theirs not in page, theirs
 
 
+def test_a_student_chooses_a_pseudonym_on_their_page_by_the_apis_rule(app, service):
+    """Proves: the student's page has a form that sets the pseudonym (a 303 back to the page,
+    which then shows it, and the database holds it); a name breaking the rule (too short, a
+    control character, a space, a non-ASCII look-alike) is refused 400 and one that is another
+    student's, in any letter case, 409, each with the rule's or a sentence on the page and
+    nothing changed; without a login it is the login page."""
+    client = logged_in(app, ANN_TOKEN)
+    assert '<form method="post" action="/pseudonym">' in client.get("/").text
+    chosen = client.post("/pseudonym", data={"pseudonym": "ann-the-fast"}, follow_redirects=False)
+    assert chosen.status_code == 303 and chosen.headers["location"] == "/"
+    assert "On the leaderboards you are <strong>ann-the-fast</strong>" in client.get("/").text
+    for bad in ["ab", "ab\x07cd", "a b c", "ann\u0430", "x" * 33, ""]:
+        answer = client.post("/pseudonym", data={"pseudonym": bad})
+        assert answer.status_code == 400 and pseudonyms.RULE in html.unescape(answer.text), bad
+    for taken in ["slow_owl", "SLOW_owl"]:
+        answer = client.post("/pseudonym", data={"pseudonym": taken})
+        assert answer.status_code == 409 and "is taken: choose another" in answer.text, taken
+        assert "Traceback" not in answer.text
+    with service.sessions() as session:
+        assert session.get(Student, "s1-ann").pseudonym == "ann-the-fast"
+        assert session.get(Student, "s2-bob").pseudonym == "slow_owl"
+    anonymous = TestClient(app).post("/pseudonym", data={"pseudonym": "sneaky"})
+    assert anonymous.status_code == 401 and 'name="token"' in anonymous.text
+
+
 def test_the_leaderboard_shows_pseudonyms_and_shared_ranks_only(app):
     """Proves: the public board (no login) ranks the students with a pseudonym, 1.10 (5 %)
     and 1.12 sharing rank 1, and shows no student id, name or email; the student without a
@@ -219,7 +245,8 @@ def not_blank(path: Path) -> float:
 
 def test_every_page_renders_in_chromium_and_a_student_sees_only_their_own(served, tmp_path):
     """Proves: in headless Chromium, logging in through the form works (the cookie is set
-    and sent), and the login, student, leaderboard and instructor pages each render to a
+    and sent), a pseudonym is chosen through the student page's form (a taken one refused
+    with a sentence shown, then a free one shown on the page and the leaderboard), and the login, student, leaderboard and instructor pages each render to a
     screenshot that is not blank; the student's rendered page holds none of Bob's data."""
     sync_playwright = browser_or_skip()
     shots = tmp_path / "screenshots"
@@ -237,9 +264,17 @@ def test_every_page_renders_in_chromium_and_a_student_sees_only_their_own(served
             shown = page.inner_text("body")
             assert "Ann Alpha" in shown and "receipt-ann-44" in shown
             assert not [theirs for theirs in BOB_PRIVATE if theirs in page.content()]
+            page.fill("#pseudonym", "slow_owl")   # Bob's: refused with a sentence on the page
+            page.click("form[action='/pseudonym'] button")
+            assert "is taken: choose another" in page.inner_text("[role=alert]")
+            page.fill("#pseudonym", "ann-in-chromium")
+            page.click("form[action='/pseudonym'] button")
+            page.wait_for_url(served + "/")
+            assert "On the leaderboards you are ann-in-chromium" in page.inner_text("body")
             page.goto(served + "/labs/vector_add/leaderboard")
             page.screenshot(path=str(shots / "leaderboard.png"), full_page=True)
             assert not [p for p in ANN_PRIVATE if p in page.content()]
+            assert "ann-in-chromium" in page.inner_text("body")
             instructor = browser.new_page(viewport={"width": 1400, "height": 900})
             instructor.goto(served + "/login")
             instructor.fill("#token", INSTRUCTOR_TOKEN)

@@ -10,7 +10,9 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -18,7 +20,10 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
 
-from cudalab.course import store
+from cudalab.course import store, tokens
+from cudalab.course.service import CourseService
+from cudalab.course.spec import load_course
+from cudalab.course.work import StandInExecutor
 from course_server import GRADER, GZIP, REPO_ROOT, Server, archive, auth, issue_tokens, wait_for_job, write_course
 
 
@@ -131,6 +136,39 @@ def test_a_gradescope_submission_is_graded_and_answered_as_results_json(course):
     refused(client.get(f"/api/v1/jobs/{job['job']}", headers=auth(issued.students["s000"])), 404)
 
 
+def test_tokens_are_checked_with_argon2_one_at_a_time(tmp_path, monkeypatch):
+    """Each argon2 check takes every core and 64 MiB: many at once (the first requests of a
+    class, or a flood of wrong secrets for one lookup) would only multiply the memory and hold
+    every other request up longer. Eight students' first requests at once are checked one
+    after another, and each finds its student."""
+    folder = tmp_path / "course"
+    ids = write_course(folder, 8)
+    url = store.database_url(folder, None)
+    issued = issue_tokens(url, ids)
+    service = CourseService(load_course(folder), store.open_database(url), StandInExecutor(), tmp_path / "scratch")
+    inside = most = 0
+    counting_lock = threading.Lock()
+    real_verify = tokens.verify
+
+    def counted_verify(hashed: str, secret: str) -> bool:
+        nonlocal inside, most
+        with counting_lock:
+            inside += 1
+            most = max(most, inside)
+        try:
+            time.sleep(0.05)  # long enough for the others to arrive while this one is checked
+            return real_verify(hashed, secret)
+        finally:
+            with counting_lock:
+                inside -= 1
+
+    monkeypatch.setattr(tokens, "verify", counted_verify)
+    with ThreadPoolExecutor(len(ids)) as pool:
+        found = list(pool.map(service.student_for, [issued.students[sid] for sid in ids]))
+    assert [student.id for student in found] == ids
+    assert most == 1, f"{most} argon2 checks ran at once"
+
+
 # --- every bad input ---------------------------------------------------------------------------------
 
 BAD = "cl1_AAAAAAAAAAAA_" + "B" * 32
@@ -183,6 +221,29 @@ def bad_requests(issued, job: int):
     yield "leaderboard of an unknown lab", "GET", "/api/v1/labs/nope/leaderboard", {}, None, 404
     yield "instructor view with a student token", "GET", "/api/v1/instructor/queue", ann, None, 403
     yield "instructor view without a token", "GET", "/api/v1/instructor/jobs", {}, None, 401
+    yield "negative job id", "GET", "/api/v1/jobs/-1", ann, None, 404
+    yield "job id with a fraction", "GET", "/api/v1/jobs/1.5", ann, None, 404
+    yield "job id in other digits", "GET", "/api/v1/jobs/\u0661\u0662", ann, None, 404
+    yield "events after not a number", "GET", f"/api/v1/jobs/{job}/events?after=abc", ann, None, 400
+    yield "events huge after", "GET", f"/api/v1/jobs/{job}/events?after={10 ** 30}", ann, None, 400
+    yield "events of a job id not a number", "GET", "/api/v1/jobs/abc/events", ann, None, 404
+    yield "pseudonym with a control character", "PUT", "/api/v1/me/pseudonym", ann, \
+        json.dumps({"pseudonym": "abc\u0007def"}).encode(), 400
+    yield "pseudonym with a newline at its end", "PUT", "/api/v1/me/pseudonym", ann, \
+        json.dumps({"pseudonym": "abcdef\n"}).encode(), 400
+    yield "pseudonym with a look-alike letter", "PUT", "/api/v1/me/pseudonym", ann, \
+        json.dumps({"pseudonym": "f\u0430stest"}).encode(), 400
+    yield "pseudonym not a string", "PUT", "/api/v1/me/pseudonym", ann, json.dumps({"pseudonym": 123}).encode(), 400
+    yield "pseudonym in a JSON array", "PUT", "/api/v1/me/pseudonym", ann, json.dumps([{"pseudonym": "abc"}]).encode(), 400
+    yield "pseudonym nested too deep to read", "PUT", "/api/v1/me/pseudonym", ann, b"[" * 60000, 400
+    yield "pseudonym body not UTF-8", "PUT", "/api/v1/me/pseudonym", ann, b'{"pseudonym": "\xff\xfe"}', 400
+    yield "pseudonym body too large", "PUT", "/api/v1/me/pseudonym", ann, b" " * 70000, 413
+    yield "pseudonym without a token", "PUT", "/api/v1/me/pseudonym", {}, json.dumps({"pseudonym": "abcd"}).encode(), 401
+    yield "token not UTF-8", "GET", "/api/v1/me", {"Authorization": b"Bearer cl1_\xff\xfe"}, None, 401
+    yield "gradescope student not UTF-8", "POST", "/api/v1/gradescope/vector_add", \
+        auth(issued.course_key) | GZIP | {"X-Cudalab-Student-Email": b"\xff\xfe@example.edu"}, good, 404
+    yield "query not UTF-8", "GET", "/api/v1/handins?lab=%ff%fe", ann, None, 404
+    yield "a lab name of 5000 characters", "POST", "/api/v1/labs/" + "x" * 5000 + "/tries", ann | GZIP, good, 404
     yield "no such endpoint", "GET", "/api/v1/secrets", ann, None, 404
     yield "wrong method", "DELETE", "/api/v1/me", ann, None, 405
 
@@ -194,8 +255,8 @@ def test_every_bad_input_on_every_endpoint_gets_a_sentence_and_a_4xx(course):
     job = client.post("/api/v1/labs/vector_add/tries", content=archive(salt="job"), headers=ann | GZIP).json()["job"]
     for what, method, path, headers, body, status in bad_requests(issued, job):
         response = client.request(method, path, headers=headers, content=body)
-        assert response.status_code == status, (what, response.status_code, response.text)
-        refused(response, status)
+        assert response.status_code == status, (what, response.status_code, response.text[:2000])
+        assert len(refused(response, status)) < 600, (what, "a sentence, not an echo of the request")
     # none of them cost a try: one was spent, of three
     labs = client.get("/api/v1/me", headers=ann).json()["labs"]
     assert labs[0]["tries_left"] == 2
@@ -214,6 +275,26 @@ def test_a_too_large_upload_is_refused_before_it_is_read(course):
             answer += chunk
         answer = answer.decode(errors="replace")
     assert answer.startswith("HTTP/1.1 413") and "larger than this course's limit of 1 MiB" in answer
+
+
+def test_a_too_large_json_body_is_refused_before_it_is_read(course):
+    """A pseudonym's PUT that says it brings 1 GiB, or sends more than the limit without
+    saying so, is answered 413 with a sentence while the rest is still unsent: the service
+    never holds such a body in memory."""
+    server, issued, client = course
+    for framing in (f"Content-Length: {1 << 30}\r\n\r\n".encode() + b'{"pseudonym": "',
+                    b"Transfer-Encoding: chunked\r\n\r\n" + b"".join(b"10000\r\n" + b" " * 0x10000 + b"\r\n"
+                                                                     for _ in range(3))):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(b"PUT /api/v1/me/pseudonym HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         + f"Authorization: Bearer {issued.students['s000']}\r\n".encode() + framing)
+            answer = b""
+            while b"}" not in answer:  # answered with the rest still unsent
+                chunk = sock.recv(65536)
+                assert chunk, f"the service closed the connection without a whole answer: {answer!r}"
+                answer += chunk
+        answer = answer.decode(errors="replace")
+        assert answer.startswith("HTTP/1.1 413") and "larger than 64 KiB" in answer, answer
 
 
 # --- the try budget -------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from starlette.routing import Route
 
 from ..outputs.publish import FLAG_WORDS
 from ..status import CaseStatus
-from . import leaderboard, policy
+from . import leaderboard, policy, pseudonyms
 from .store import HandIn, Job, JobKind, JobState, Student, now
 
 COOKIE = "cudalab_token"
@@ -214,8 +214,28 @@ def routes(service) -> list:
                 return RedirectResponse("/instructor", status_code=303)
             return login_page("Your login is no longer valid (the token was replaced?): log in again with "
                               "the token your instructor sent.", 401, forget=True)
+        return student_page_of(student)
+
+    def student_page_of(student, sentence: str = "", status: int = 200) -> Response:
         view = student_view(service, student.id, now())
-        return render("student.html.j2", course=course, labs=sorted(service.spec.labs), **view)
+        return render("student.html.j2", status, course=course, labs=sorted(service.spec.labs), sentence=sentence,
+                      pseudonym_rule=pseudonyms.RULE, **view)
+
+    async def choose_pseudonym(request: Request) -> Response:
+        token = _token(request)
+        student = service.student_for(token) if token is not None else None
+        if student is None:
+            return login_page("Log in with your token before choosing a pseudonym.", 401, forget=token is not None)
+        try:
+            form = await request.form(max_files=0, max_fields=4)
+        except Exception:   # a body that is not a form (multipart's own errors are many)
+            return student_page_of(student, "That was not the pseudonym form: type a pseudonym in the box.", 400)
+        try:
+            pseudonyms.choose(service.sessions, student.id, form.get("pseudonym"))
+        except pseudonyms.PseudonymRefused as refused:
+            return student_page_of(student, refused.sentence, refused.status)
+        # After a post, a redirect: reloading the page does not send the form again.
+        return RedirectResponse("/", status_code=303)
 
     async def board(request: Request) -> Response:
         lab = request.path_params["lab"]
@@ -240,5 +260,6 @@ def routes(service) -> list:
             Route("/login", login_form, methods=["GET"]),
             Route("/login", login, methods=["POST"]),
             Route("/logout", logout, methods=["POST"]),
+            Route("/pseudonym", choose_pseudonym, methods=["POST"]),
             Route("/labs/{lab}/leaderboard", board, methods=["GET"]),
             Route("/instructor", instructor_page, methods=["GET"])]

@@ -40,17 +40,17 @@ from starlette.routing import Mount, Route
 
 from ..errors import UsageError
 from ..outputs import publish
-from . import leaderboard, policy, queue, tokens
+from . import leaderboard, policy, pseudonyms, queue, tokens
 from .spec import CourseSpec, LabOffer
 from .store import HandIn, Job, JobKind, JobLine, JobState, Secret, SecretKind, Student, Upload, now, store_upload, \
     upload_path
 from .work import Executor, HandInCheckFailed, Runner
 
 API = "/api/v1"
-PSEUDONYM = re.compile(r"[A-Za-z0-9_-]{3,32}")
 GZIP_TYPES = ("application/gzip", "application/x-gzip", "application/x-tar+gzip", "application/octet-stream")
 FINISHED = (JobState.DONE, JobState.GRADER_FAILED)
 EVENTS_POLL_S = 0.2
+JSON_BODY_LIMIT = 64 * 1024    # a JSON body is a few fields: more is not a request of this API
 TOKEN_CACHE_SIZE = 10_000
 
 
@@ -94,6 +94,10 @@ class CourseService:
         self._locks_lock = threading.Lock()
         # The hand-in checks compile: no more of them at once than the executor's slots.
         self._checks = threading.BoundedSemaphore(max(1, executor.slots))
+        # One argon2 check at a time: each already uses every core and 64 MiB, so checks side by
+        # side only share the CPU worse, hold the other requests up longer and multiply the memory
+        # (a flood of wrong secrets for one lookup would otherwise take 64 MiB a thread).
+        self._argon2 = threading.Lock()
 
     def start(self) -> tuple[int, int]:
         """Put back the jobs the last run died under, and start the workers."""
@@ -110,8 +114,11 @@ class CourseService:
         if self._verified.get(key) == stored_hash:
             return True
         parts = tokens.split(token)
-        if parts is None or not tokens.verify(stored_hash, parts[1]):
+        if parts is None:
             return False
+        with self._argon2:
+            if not tokens.verify(stored_hash, parts[1]):
+                return False
         if len(self._verified) >= TOKEN_CACHE_SIZE:
             self._verified.clear()
         self._verified[key] = stored_hash
@@ -152,7 +159,7 @@ class CourseService:
 
     def offer(self, lab: str) -> LabOffer:
         if lab not in self.spec.labs:
-            raise Refusal(404, f"The course {self.spec.name!r} offers no lab {lab!r}; it offers "
+            raise Refusal(404, f"The course {self.spec.name!r} offers no lab {lab[:64]!r}; it offers "
                                f"{', '.join(sorted(self.spec.labs))}.")
         return self.spec.offer(lab)
 
@@ -221,7 +228,7 @@ async def read_archive(request: Request, limit: int) -> bytes:
     said = request.headers.get("content-length")
     too_big = Refusal(413, f"The upload is larger than this course's limit of {limit // (1024 * 1024)} MiB: hand "
                            "in only the lab's files (`cudalab pack` does that).")
-    if said is not None and said.isdigit() and int(said) > limit:
+    if said is not None and said.isascii() and said.isdigit() and int(said) > limit:
         raise too_big
     chunks, size = [], 0
     try:
@@ -255,13 +262,27 @@ def looks_like_tar_gz(data: bytes) -> bool:
 
 
 async def json_body(request: Request, known: tuple[str, ...]) -> dict:
-    raw = await request.body()
-    if len(raw) > 65536:
-        raise Refusal(413, "This request's body is too large: it takes a small JSON object.")
+    """A small JSON object with only the `known` fields: refused (413) as soon as the body
+    passes JSON_BODY_LIMIT, without reading the rest, and (400) when it is not JSON, not UTF-8,
+    or nested too deep for the parser."""
+    too_big = Refusal(413, f"This request's body is larger than {JSON_BODY_LIMIT // 1024} KiB: it takes a small "
+                           f"JSON object with {', '.join(known)}.")
+    said = request.headers.get("content-length", "")
+    if said.isascii() and said.isdigit() and int(said) > JSON_BODY_LIMIT:
+        raise too_big
+    chunks, size = [], 0
     try:
-        body = json.loads(raw or b"null")
-    except ValueError:
-        raise Refusal(400, f"The body must be a JSON object with {', '.join(known)}.") from None
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > JSON_BODY_LIMIT:
+                raise too_big
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise Refusal(400, "The request was cut off before its body ended: send it again.") from None
+    try:
+        body = json.loads(b"".join(chunks) or b"null")
+    except (ValueError, RecursionError):  # RecursionError: arrays or objects nested thousands deep
+        raise Refusal(400, f"The body must be a JSON object (UTF-8) with {', '.join(known)}.") from None
     if not isinstance(body, dict):
         raise Refusal(400, f"The body must be a JSON object with {', '.join(known)}.")
     unknown = sorted(set(body) - set(known))
@@ -337,23 +358,17 @@ def make_app(service: CourseService, pages: list | None = None) -> Starlette:
     async def pseudonym(request: Request) -> Response:
         allow_params(request)
         body = await json_body(request, ("pseudonym",))
-        chosen = body.get("pseudonym")
-        if not isinstance(chosen, str) or not PSEUDONYM.fullmatch(chosen):
-            raise Refusal(400, "A pseudonym is 3 to 32 letters, digits, '-' or '_' (it is what the leaderboard "
-                               "shows instead of your name).")
+        try:
+            chosen = pseudonyms.check(body.get("pseudonym"))
+        except pseudonyms.PseudonymRefused as refused:
+            raise Refusal(refused.status, refused.sentence) from None
 
         def answer():
             who = student(request)
-            with service.sessions() as session:
-                taken = session.scalar(select(Student.id).where(Student.pseudonym == chosen))
-                if taken is not None and taken != who.id:
-                    raise Refusal(409, f"The pseudonym {chosen!r} is taken: choose another.")
-                session.get(Student, who.id).pseudonym = chosen
-                try:
-                    session.commit()
-                except IntegrityError:
-                    raise Refusal(409, f"The pseudonym {chosen!r} is taken: choose another.") from None
-            return {"pseudonym": chosen}
+            try:
+                return {"pseudonym": pseudonyms.choose(service.sessions, who.id, chosen)}
+            except pseudonyms.PseudonymRefused as refused:
+                raise Refusal(refused.status, refused.sentence) from None
         return JSONResponse(await run_in_threadpool(answer))
 
     async def submit_try(request: Request) -> Response:
