@@ -42,12 +42,10 @@ import os
 import re
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import tarfile
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field

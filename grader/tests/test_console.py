@@ -67,7 +67,7 @@ def test_a_grade_summary_shows_echoed_source_case_messages_and_warnings_as_text(
     """`cudalab grade` prints summary.txt: compiler lines quoting the student's source, the
     checker's case messages and the warnings naming the hand-in's files."""
     result = OUTCOMES["compile_error"]()
-    result["build"]["feedback"] = [f"vector_add.cu:3:1: error: stray '\\33' in program", f"    3 | {HOSTILE}"]
+    result["build"]["feedback"] = ["vector_add.cu:3:1: error: stray '\\33' in program", f"    3 | {HOSTILE}"]
     result["warnings"] = [f"{HOSTILE}.cu was ignored"]
     console.text(report.render_summary(GradeResult.from_json(result)))
     summary = capsys.readouterr().out

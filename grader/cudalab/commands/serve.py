@@ -91,7 +91,7 @@ def main(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
-def make_executor(args: argparse.Namespace, folder: Path, config: Config, work) -> "work.Executor":
+def make_executor(args: argparse.Namespace, folder: Path, config: Config, work):
     """The executor --executor names (`work` is course/work.py, imported only when serving)."""
     if args.executor == "standin":
         return work.StandInExecutor(delay_s=max(0.0, args.standin_delay), slots=work.standin_slots())

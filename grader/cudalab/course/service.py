@@ -230,6 +230,18 @@ async def read_archive(request: Request, limit: int) -> bytes:
                            "in only the lab's files (`cudalab pack` does that).")
     if said is not None and said.isascii() and said.isdigit() and int(said) > limit:
         raise too_big
+    data = await bounded_body(request, limit, too_big, "The upload was cut off before it ended: send it again.")
+    if not data:
+        raise Refusal(400, "The upload is empty: send the .tar.gz that `cudalab pack` made.")
+    if not looks_like_tar_gz(data):
+        raise Refusal(400, "The upload is not a .tar.gz archive: send the file that `cudalab pack` made "
+                           "(not a .zip, a folder or a single source file).")
+    return data
+
+
+async def bounded_body(request: Request, limit: int, too_big: "Refusal", cut_off: str) -> bytes:
+    """The request's body, read as it streams and refused with `too_big` the moment it passes
+    `limit` bytes (the rest is never read); a client that hangs up midway gets `cut_off`."""
     chunks, size = [], 0
     try:
         async for chunk in request.stream():
@@ -238,14 +250,8 @@ async def read_archive(request: Request, limit: int) -> bytes:
                 raise too_big
             chunks.append(chunk)
     except ClientDisconnect:
-        raise Refusal(400, "The upload was cut off before it ended: send it again.") from None
-    data = b"".join(chunks)
-    if not data:
-        raise Refusal(400, "The upload is empty: send the .tar.gz that `cudalab pack` made.")
-    if not looks_like_tar_gz(data):
-        raise Refusal(400, "The upload is not a .tar.gz archive: send the file that `cudalab pack` made "
-                           "(not a .zip, a folder or a single source file).")
-    return data
+        raise Refusal(400, cut_off) from None
+    return b"".join(chunks)
 
 
 def looks_like_tar_gz(data: bytes) -> bool:
@@ -270,17 +276,10 @@ async def json_body(request: Request, known: tuple[str, ...]) -> dict:
     said = request.headers.get("content-length", "")
     if said.isascii() and said.isdigit() and int(said) > JSON_BODY_LIMIT:
         raise too_big
-    chunks, size = [], 0
+    raw = await bounded_body(request, JSON_BODY_LIMIT, too_big,
+                             "The request was cut off before its body ended: send it again.")
     try:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > JSON_BODY_LIMIT:
-                raise too_big
-            chunks.append(chunk)
-    except ClientDisconnect:
-        raise Refusal(400, "The request was cut off before its body ended: send it again.") from None
-    try:
-        body = json.loads(b"".join(chunks) or b"null")
+        body = json.loads(raw or b"null")
     except (ValueError, RecursionError):  # RecursionError: arrays or objects nested thousands deep
         raise Refusal(400, f"The body must be a JSON object (UTF-8) with {', '.join(known)}.") from None
     if not isinstance(body, dict):

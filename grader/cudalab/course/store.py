@@ -19,7 +19,6 @@ import enum
 import hashlib
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +29,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship, sessionmaker
 
 from ..errors import UsageError
+from ..outputs.report import atomic_write_bytes
 
 if TYPE_CHECKING:
     from .spec import CourseSpec
@@ -228,16 +228,7 @@ def store_upload(course_folder: Path, data: bytes) -> str:
     if target.is_file() and target.stat().st_size == len(data):
         return sha256
     target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".incoming-")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(target, data)  # fsynced under a temporary name, then renamed
     for folder in (target.parent, target.parent.parent):
         _fsync_folder(folder)
     return sha256

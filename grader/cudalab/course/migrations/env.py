@@ -3,7 +3,6 @@ from an alembic.ini, so that no password sits in a file), the target is store.Ba
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import pool
 
 from cudalab.course import store
 
