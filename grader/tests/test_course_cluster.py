@@ -220,6 +220,9 @@ def test_a_try_runs_through_the_real_slurm(place, monkeypatch):
     base, root, _, _ = place
     for name, value in integration.toy_env().items():
         monkeypatch.setenv(name, value)
+    # The Slurm job inherits this environment: no official-build setting of the caller's
+    # (tools/test.sh exports CUDALAB_BUILD_DIR) may point it at the real build.
+    monkeypatch.delenv("CUDALAB_BUILD_DIR", raising=False)
     monkeypatch.setenv("CUDALAB_ROOT", str(root))
     monkeypatch.setenv("CUDALAB_PRESET", "ci")
     monkeypatch.setenv("CUDALAB_WORK_DIR", str(base / "work"))
