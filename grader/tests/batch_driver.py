@@ -76,7 +76,8 @@ if __name__ == "__main__":
                       CUDALAB_TIMING_ROUNDS="2", CUDALAB_TIMING_TARGET_S="0.1", CUDALAB_SAMPLES_MIN="10",
                       CUDALAB_TIMING_WARMUP="1", CUDALAB_PROCESS_TIMEOUT_S="20", CUDALAB_GPU_IDLE_WAIT_S="0")
     build.build_submission = fake_build
-    if "run" in sys.argv[4:]:  # `cudalab run` finds its build by the SDK; `check` finds none, as without the driver
+    if "--" in sys.argv and sys.argv[sys.argv.index("--") + 1:][:1] == ["run"]:
+        # `cudalab run` finds its build by the SDK; `check` finds none, as without the driver
         build._sdk = fake_sdk
     grade.finish = finish_failing_on_request
     slurm.WORKER = [sys.executable, str(Path(__file__).resolve()), root, work, "--slurm-task"]

@@ -61,14 +61,14 @@ def main(args: argparse.Namespace, config: Config) -> int:
     # machine that only grades need not have the service's packages (Starlette, SQLAlchemy, ...).
     _use_staged_packages(config.root)
     try:
-        from ..course import queue, service as course_service, store, work
+        from ..course import queue, service as course_service, store
     except ImportError as err:
         raise UsageError(f"The course service needs the Python package {err.name or err}, which is not installed "
                          "here: run tools/setup.sh (or `pip install -e 'grader[service]'`), or on a machine without "
                          "a package registry, tools/stage-deps.sh where it has one.") from None
     url = store.database_url(spec, args.database)
     sessions = store.open_database(url)
-    executor = make_executor(args, folder, config, work)
+    executor = make_executor(args, folder, config)
     if args.executor == "local" and executor.gpus == 0:
         console.warn("No CUDA device here: every try will end with 'no device' (refunded). Run the service on "
                      "the course's GPU machine, or check it with `cudalab doctor`.")
@@ -91,8 +91,9 @@ def main(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
-def make_executor(args: argparse.Namespace, folder: Path, config: Config, work):
-    """The executor --executor names (`work` is course/work.py, imported only when serving)."""
+def make_executor(args: argparse.Namespace, folder: Path, config: Config):
+    """The executor --executor names (imported only when serving, like the rest of the service)."""
+    from ..course import work
     if args.executor == "standin":
         return work.StandInExecutor(delay_s=max(0.0, args.standin_delay), slots=work.standin_slots())
     if args.executor == "slurm":

@@ -19,6 +19,7 @@ answered at once, without waiting in the cluster's queue.
 """
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import tempfile
@@ -95,8 +96,8 @@ class SlurmExecutor(Executor):
         self.shared.mkdir(parents=True, exist_ok=True, mode=0o700)
         folder = Path(tempfile.mkdtemp(prefix=f"job-{order.job_id}-", dir=self.shared))
         try:
-            submission = unpack(order, folder / "submission")
-            steps = iter(range(1, 100))
+            submission = unpack(self.checks.config, order, folder / "submission")
+            steps = itertools.count(1)
             return run_steps(order, commands_for(order, submission, folder / "grade"),
                              lambda command: self._step(order, folder, next(steps), command, emit), emit)
         finally:

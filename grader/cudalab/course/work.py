@@ -175,7 +175,7 @@ class LocalExecutor(Executor):
         return code, stdout_file.read(16 * 1024 * 1024).decode("utf-8", "replace")
 
     def run(self, order: Order, slot: int, emit: Callable[[str], None]) -> Outcome:
-        folder = unpack(order, order.scratch / "submission")
+        folder = unpack(self.config, order, order.scratch / "submission")
         return run_steps(order, commands_for(order, folder, order.scratch / "grade"),
                          lambda command: self._cudalab(command, slot, emit, order.scratch), emit)
 
@@ -188,9 +188,8 @@ class LocalExecutor(Executor):
         return receipt
 
 
-def unpack(order: Order, folder: Path) -> Path:
+def unpack(config: Config, order: Order, folder: Path) -> Path:
     """The upload's accepted files, read by the grader's own safe reader, written to `folder`."""
-    config = Config.load()
     spec = labs.load_lab(config, order.lab)
     hand_in = handin.read_hand_in(order.archive, spec, config)
     folder.mkdir(parents=True, exist_ok=True)
