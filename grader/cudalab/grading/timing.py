@@ -198,7 +198,8 @@ class SessionRun:
     reference: PacedRun = field(default_factory=PacedRun)
     student: PacedRun | None = None
 
-    def _samples(self, wall: list[float], splits: list[list[float]], cap: float | None) -> list[float]:
+    @staticmethod
+    def _samples(wall: list[float], splits: list[list[float]], cap: float | None) -> list[float]:
         if cap is None:  # an auditor that gave no split: the grader's own clock
             return wall
         return [split[1] + max(_outside(split), cap) for split in splits]
@@ -212,7 +213,7 @@ class SessionRun:
         lists = [reference.wall_ms, reference.blank_ms] + ([student.wall_ms] if student else [])
         split = all(len(s) == len(w) and all(len(x) == 3 for x in s) for s, w in zip(every, lists))
         official = [_outside(x) for x in reference.split_ms + reference.blank_split_ms] if split else []
-        cap = quantile(official, SEAL_CAP_QUANTILE) if split and official else None
+        cap = quantile(official, SEAL_CAP_QUANTILE) if official else None
         blank = quantile(self._samples(reference.blank_ms, reference.blank_split_ms, cap), SCORED_QUANTILE)
         reference_ms = quantile(self._samples(reference.wall_ms, reference.split_ms, cap), SCORED_QUANTILE) - blank
         student_ms = (quantile(self._samples(student.wall_ms, student.split_ms, cap), SCORED_QUANTILE) - blank
