@@ -91,12 +91,20 @@ class Scoring:
     # timed call is tens of microseconds (reduction's) is scored on the median of more rounds,
     # since a microsecond is a per cent of it.
     timing_rounds: int = 0
+    # Seconds of the reference's timed samples that set how many samples a timing round
+    # takes; 0: the grader's default (Config.timing_target_s). A lab whose every sample costs
+    # the auditor several times its timed window to stage and verify (Sobel's 256 MB image)
+    # asks for fewer, to keep a grade within its time.
+    timing_target_s: float = 0.0
 
     def kept(self, default: int) -> int:
         return self.kept_samples or default
 
     def rounds(self, default: int) -> int:
         return self.timing_rounds or default
+
+    def target_s(self, default: float) -> float:
+        return self.timing_target_s or default
 
     def kept_in_round(self, number: int, rounds: int, default: int, exact: bool) -> int:
         """The timed samples kept for the checker in round `number` of `rounds`. None in the
@@ -436,11 +444,17 @@ def load(path: str | Path) -> LabSpec:
         time_limit_s=_time_limit(sc.get("time_limit_s", Scoring.time_limit_s), in_scoring),
         kept_samples=sc.get("kept_samples", 0),
         timing_rounds=sc.get("timing_rounds", 0),
+        timing_target_s=sc.get("timing_target_s", 0.0),
     )
     if (isinstance(scoring.timing_rounds, bool) or not isinstance(scoring.timing_rounds, int)
             or not 0 <= scoring.timing_rounds <= 9):
         raise LabSpecError(f"{in_scoring}: 'timing_rounds' must be a whole number from 1 to 9 (timing rounds of a "
                            "grade, scored on their median), or left out for the grader's default")
+    if (isinstance(scoring.timing_target_s, bool) or not isinstance(scoring.timing_target_s, (int, float))
+            or not (scoring.timing_target_s == 0 or 0.01 <= scoring.timing_target_s <= 5)):
+        raise LabSpecError(f"{in_scoring}: 'timing_target_s' must be a number of seconds from 0.01 to 5 (the "
+                           "reference's timed samples that set a timing round's length), or left out for the "
+                           "grader's default")
     if (isinstance(scoring.kept_samples, bool) or not isinstance(scoring.kept_samples, int)
             or not 0 <= scoring.kept_samples <= 16):
         raise LabSpecError(f"{in_scoring}: 'kept_samples' must be a whole number from 1 to 16 (timed samples per "

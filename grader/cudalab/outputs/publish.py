@@ -473,8 +473,9 @@ def gradescope_results(entry: Entry, result: GradeResult) -> dict:
         clock = perf.clock or Clock()
         if ratio is not None:
             said = (f"On {perf.timing_case} your code took {report.ms_text(clock.student_ms)} "
-                    f"per run against the reference's {report.ms_text(clock.reference_ms)}: "
-                    f"{ratio:.3g} times as long.")
+                    f"per run against the reference's {report.ms_text(clock.reference_ms)} (medians over the timing "
+                    f"rounds); timed beside the reference in each round, it took {ratio:.3g} times as long (the "
+                    "median of the rounds).")
         else:
             said = f"{report.points_text(perf.points)} of {report.points_text(perf.max_points)} points."
         output = "\n\n".join(part for part in (said, perf.message) if part)
