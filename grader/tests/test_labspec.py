@@ -56,6 +56,7 @@ def test_the_real_labs_load():
     ('correctness_points = 60\n', 'correctness_points = 60\ntiming_rounds = 12\n', "'timing_rounds' must be a whole number from 1 to 9"),
     ('correctness_points = 60\n', 'correctness_points = 60\ntiming_rounds = 2.5\n', "'timing_rounds' must be a whole number from 1 to 9"),
     ('correctness_points = 60\n', 'correctness_points = 60\ntiming_target_s = 0.001\n', "'timing_target_s' must be a number of seconds from 0.01 to 5"),
+    ('correctness_points = 60\n', 'correctness_points = 60\ntiming_quantile = 0.9\n', "'timing_quantile' must be a number from 0.01 to 0.5"),
     ('correctness_points = 60\n', 'correctness_points = 60\ntiming_target_s = "short"\n', "'timing_target_s' must be a number of seconds from 0.01 to 5"),
 ])
 def test_validation_errors_are_sentences(tmp_path, old, new, expected):
@@ -251,7 +252,7 @@ def test_a_lab_may_ask_for_more_timing_rounds_than_the_default(tmp_path):
     assert load_text(tmp_path, TOY_LAB_TOML).scoring.rounds(3) == 3
     asked = TOY_LAB_TOML.replace("correctness_points = 60\n", "correctness_points = 60\ntiming_rounds = 5\n", 1)
     assert load_text(tmp_path, asked).scoring.rounds(3) == 5
-    assert labspec.load(REPO_ROOT / "labs" / "reduction" / "lab.toml").scoring.rounds(3) == 5
+    assert labspec.load(REPO_ROOT / "labs" / "reduction" / "lab.toml").scoring.rounds(3) == 9
 
 
 def test_a_lab_may_ask_for_shorter_timing_rounds_than_the_default(tmp_path):
@@ -259,6 +260,16 @@ def test_a_lab_may_ask_for_shorter_timing_rounds_than_the_default(tmp_path):
     asked = TOY_LAB_TOML.replace("correctness_points = 60\n", "correctness_points = 60\ntiming_target_s = 0.1\n", 1)
     assert load_text(tmp_path, asked).scoring.target_s(0.25) == 0.1
     assert labspec.load(REPO_ROOT / "labs" / "sobel" / "lab.toml").scoring.target_s(0.25) == 0.15
+
+
+def test_a_lab_may_score_another_quantile_of_its_samples(tmp_path):
+    assert load_text(tmp_path, TOY_LAB_TOML).scoring.quantile(0.05) == 0.05
+    asked = TOY_LAB_TOML.replace("correctness_points = 60\n", "correctness_points = 60\ntiming_quantile = 0.5\n", 1)
+    assert load_text(tmp_path, asked).scoring.quantile(0.05) == 0.5
+    # The labs whose float product a lower precision would make faster score the median.
+    scored = {path.parent.name: labspec.load(path).scoring.quantile(0.05)
+              for path in sorted((REPO_ROOT / "labs").glob("*/lab.toml"))}
+    assert {lab for lab, q in scored.items() if q != 0.05} == {"matmul", "occupancy"}
 
 
 def test_which_labs_have_only_exact_outputs():

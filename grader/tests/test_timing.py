@@ -90,6 +90,23 @@ def test_the_early_stop_rule_compares_with_the_reference_in_the_same_session():
     assert not TooSlow(limit=3.0)(SessionRun(reference, None))
 
 
+def test_a_lab_may_score_another_quantile_and_the_early_stop_uses_the_same():
+    # A submission fast in a tenth of its calls (a shortcut): the 5th percentile scores the
+    # shortcut, the median (matmul's and occupancy's quantile) scores its usual calls.
+    from cudalab.grading import pacer
+    from cudalab.grading.timing import PacedRun, Pace, SessionRun
+    reference = PacedRun(wall_ms=[0.9] * 40, blank_ms=[0.4] * 40)
+    student = PacedRun(wall_ms=[0.5] * 4 + [2.4] * 36)
+    run = SessionRun(reference, student)
+    assert run.per_call().student_ms == pytest.approx(0.1)
+    assert run.per_call(0.5).student_ms == pytest.approx(2.0)
+    assert not TooSlow(limit=3.0)(run) and TooSlow(limit=3.0, quantile=0.5)(run)
+    # The pacer process gets the lab's quantile with the rest of the pace.
+    pace = Pace(warmup=0, samples=40, target_s=1.0, samples_min=10, samples_max=50, keep=0, sample_timeout_s=5.0,
+                student=True, stop_when=TooSlow(limit=3.0, quantile=0.5))
+    assert pacer._pace_from_json(pacer._pace_json(pace)).stop_when.quantile == 0.5
+
+
 # --- the grader's side of the auditor's protocol ----------------------------------------------
 
 class FakeAuditor:
@@ -363,13 +380,8 @@ def test_a_slow_stretch_of_one_process_does_not_move_its_round():
     from cudalab.grading import timing
 
     def ratio(slow_share: float, quantile: float) -> float:
-        old = timing.SCORED_QUANTILE
-        try:
-            timing.SCORED_QUANTILE = quantile
-            times = _session(_measured(0.25, 380, seed=1), _measured(0.15, 380, seed=2),
-                             _measured(0.25, 380, seed=3, slow_share=slow_share)).per_call()
-        finally:
-            timing.SCORED_QUANTILE = old
+        times = _session(_measured(0.25, 380, seed=1), _measured(0.15, 380, seed=2),
+                         _measured(0.25, 380, seed=3, slow_share=slow_share)).per_call(quantile)
         assert times.reference_ms == pytest.approx(0.1, rel=0.03)
         return times.student_ms / times.reference_ms
     assert timing.SCORED_QUANTILE == 0.05

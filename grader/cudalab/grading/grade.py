@@ -29,8 +29,8 @@ from ..isolation.sandbox import ProcessResult, Sandbox, run_limits
 from .audit import AuditServer, KeptDump, ProgramPipes, read_ready
 from .scoring import case_points, score as compute_score, zero as zero_score
 from ..status import Status
-from .timing import (REFERENCE_FLOOR_FRACTION, ChannelClosed, Pace, ProtocolError, RoundClock, SessionRun, TooSlow,
-                     reference_is_plausible, score_clock, send_line)
+from .timing import (REFERENCE_FLOOR_FRACTION, SCORED_QUANTILE, ChannelClosed, Pace, ProtocolError, RoundClock,
+                     SessionRun, TooSlow, reference_is_plausible, score_clock, send_line)
 from ..isolation.trees import remove_tree
 
 SCHEMA = "cudalab.grade/1"
@@ -261,7 +261,8 @@ class GradingSession:
                     seconds: dict = {}
                     with _seconds(seconds, "audit_start"):
                         server.start()  # its floor bounds what the reference's time can be
-                    too_slow = TooSlow(limit=1.25 * scoring.zero_marks_ratio, floor_ms=server.floor.floor_ms)
+                    too_slow = TooSlow(limit=1.25 * scoring.zero_marks_ratio, floor_ms=server.floor.floor_ms,
+                                       quantile=scoring.quantile(SCORED_QUANTILE))
                     with _seconds(seconds, "idle_check"):
                         self.gpu_waits.append(gpu.wait_until_idle(config.gpu_idle_wait_s,
                                                                   device=config.gpu_device, ignore=server.pids()))
@@ -282,7 +283,7 @@ class GradingSession:
                 samples = samples or run.reference.timed
                 perf["samples"] = samples
                 pending += [checks.submit(self._check_kept_sample, dump, k) for dump, k in taken]
-                times = run.per_call()
+                times = run.per_call(scoring.quantile(SCORED_QUANTILE))
                 blank_ms, reference_ms = times.blank_ms, times.reference_ms
                 if not reference_is_plausible(reference_ms, server.floor.floor_ms):
                     # The clock measured noise, not the reference: this round says nothing of

@@ -199,17 +199,18 @@ class SessionRun:
     reference: PacedRun = field(default_factory=PacedRun)
     student: PacedRun | None = None
 
-    def per_call(self) -> PerCall:
-        """Each program's time per call in this round (SCORED_QUANTILE of its samples' times,
-        above), less the blanks'. A sample's time is the auditor's whole window for it where
-        every sample of the round has the auditor's split, else the grader's own clock."""
+    def per_call(self, scored_quantile: float = SCORED_QUANTILE) -> PerCall:
+        """Each program's time per call in this round (`scored_quantile` of its samples' times:
+        SCORED_QUANTILE, above, unless the lab asks for another), less the blanks'. A sample's
+        time is the auditor's whole window for it where every sample of the round has the
+        auditor's split, else the grader's own clock."""
         reference, student = self.reference, self.student
         every = [reference.split_ms, reference.blank_split_ms] + ([student.split_ms] if student else [])
         lists = [reference.wall_ms, reference.blank_ms] + ([student.wall_ms] if student else [])
         split = all(len(s) == len(w) and all(len(x) == 3 for x in s) for s, w in zip(every, lists))
 
         def scored(wall: list[float], splits: list[list[float]]) -> float:
-            return quantile([sum(x) for x in splits] if split else wall, SCORED_QUANTILE)
+            return quantile([sum(x) for x in splits] if split else wall, scored_quantile)
 
         blank = scored(reference.blank_ms, reference.blank_split_ms)
         reference_ms = scored(reference.wall_ms, reference.split_ms) - blank
@@ -244,12 +245,13 @@ class TooSlow:
     limit: float
     after: int = 20  # timed samples of the submission before it may stop a session
     floor_ms: float = 0.0
+    quantile: float = SCORED_QUANTILE  # what a round scores (SessionRun.per_call)
 
     def __call__(self, run: SessionRun) -> bool:
         reference, student = run.reference, run.student
         if student is None or student.timed < self.after or not reference.blank_ms or not reference.wall_ms:
             return False
-        times = run.per_call()
+        times = run.per_call(self.quantile)
         return (times.reference_ms > 0 and reference_is_plausible(times.reference_ms, self.floor_ms)
                 and times.student_ms is not None and times.student_ms / times.reference_ms > self.limit)
 

@@ -96,6 +96,12 @@ class Scoring:
     # the auditor several times its timed window to stage and verify (Sobel's 256 MB image)
     # asks for fewer, to keep a grade within its time.
     timing_target_s: float = 0.0
+    # The quantile of each program's samples that a timing round scores; 0: the grader's
+    # (timing.SCORED_QUANTILE, the 5th percentile). A shortcut taken in a fraction f of the
+    # calls moves the score once f passes it, so a lab whose timed output the auditor cannot
+    # judge closely on every sample (matmul's float product, whose lower precision pays)
+    # scores a higher one, where the checker's kept samples then catch it.
+    timing_quantile: float = 0.0
 
     def kept(self, default: int) -> int:
         return self.kept_samples or default
@@ -105,6 +111,9 @@ class Scoring:
 
     def target_s(self, default: float) -> float:
         return self.timing_target_s or default
+
+    def quantile(self, default: float) -> float:
+        return self.timing_quantile or default
 
     def kept_in_round(self, number: int, rounds: int, default: int, exact: bool) -> int:
         """The timed samples kept for the checker in round `number` of `rounds`. None in the
@@ -445,6 +454,7 @@ def load(path: str | Path) -> LabSpec:
         kept_samples=sc.get("kept_samples", 0),
         timing_rounds=sc.get("timing_rounds", 0),
         timing_target_s=sc.get("timing_target_s", 0.0),
+        timing_quantile=sc.get("timing_quantile", 0.0),
     )
     if (isinstance(scoring.timing_rounds, bool) or not isinstance(scoring.timing_rounds, int)
             or not 0 <= scoring.timing_rounds <= 9):
@@ -455,6 +465,10 @@ def load(path: str | Path) -> LabSpec:
         raise LabSpecError(f"{in_scoring}: 'timing_target_s' must be a number of seconds from 0.01 to 5 (the "
                            "reference's timed samples that set a timing round's length), or left out for the "
                            "grader's default")
+    if (isinstance(scoring.timing_quantile, bool) or not isinstance(scoring.timing_quantile, (int, float))
+            or not (scoring.timing_quantile == 0 or 0.01 <= scoring.timing_quantile <= 0.5)):
+        raise LabSpecError(f"{in_scoring}: 'timing_quantile' must be a number from 0.01 to 0.5 (the quantile of each "
+                           "program's samples a timing round scores), or left out for the grader's default")
     if (isinstance(scoring.kept_samples, bool) or not isinstance(scoring.kept_samples, int)
             or not 0 <= scoring.kept_samples <= 16):
         raise LabSpecError(f"{in_scoring}: 'kept_samples' must be a whole number from 1 to 16 (timed samples per "
