@@ -88,45 +88,35 @@ def test_the_labs_that_keep_other_numbers_of_samples_are_named_with_their_number
     assert lab_kept_samples() == {match[2]: int(match[3])}
 
 
-def detection(f: float, draws: int) -> int:
-    """Percent chance that a shortcut taken on a fraction f of the calls is among `draws`
-    kept samples."""
-    return round(100 * (1 - (1 - f) ** draws))
-
-
-def test_the_worked_detection_odds_follow_the_defaults():
-    """docs/architecture.md works out 1 - (1 - f)^(K (R - 1)) for the default K and for
-    the lab that keeps more; every number in it follows from Config and lab.toml."""
-    text = prose("docs/architecture.md")
-    rounds, kept = DEFAULTS["timing_rounds"], DEFAULTS["kept_samples"]
-    match = re.search(r"`R` = (\d+) rounds: 1 - 0\.9\^(\d+) = (\d+) % at `f` = 0\.1 and (\d+) kept samples "
-                      r"a round, (\d+) % at `f` = 0\.5", text)
-    assert match, "the worked example of the kept samples' odds is gone or reworded"
-    r, draws, at_tenth, k, at_half = map(int, match.groups())
-    assert (r, k) == (rounds, kept)
-    assert draws == kept * (rounds - 1)
-    assert (at_tenth, at_half) == (detection(0.1, draws), detection(0.5, draws))
-
-    (lab, lab_kept), = lab_kept_samples().items()
-    match = re.search(rf"{lab.capitalize()}'s single float .*? keeps (\d+) a round: 1 - 0\.9\^(\d+) = (\d+) % at "
-                      r"`f` = 0\.1, (\d+) % at 0\.2", text)
-    assert match, f"the worked example of {lab}'s kept samples is gone or reworded"
-    k, draws, at_tenth, at_fifth = map(int, match.groups())
-    assert k == lab_kept and draws == lab_kept * (rounds - 1)
-    assert (at_tenth, at_fifth) == (detection(0.1, draws), detection(0.2, draws))
-
-
-@pytest.mark.parametrize("lab", sorted(lab_kept_samples()))
-def test_a_lab_toml_that_keeps_more_samples_says_how_many_in_its_comment(lab):
-    comments = [line.strip()[1:] for line in (REPO_ROOT / "labs" / lab / "lab.toml").read_text(encoding="utf-8")
-                .splitlines() if line.strip().startswith("#")]
-    text = " ".join(" ".join(comments).split())
-    match = re.search(r"judges (\w+) secretly drawn samples of each session but the last \((\d+) of a grade\), "
-                      r"not the default (\w+)", text)
-    assert match, f"labs/{lab}/lab.toml no longer explains its kept_samples"
-    rounds, kept = DEFAULTS["timing_rounds"], lab_kept_samples()[lab]
-    assert number(match[1]) == kept and int(match[2]) == kept * (rounds - 1)
-    assert number(match[3]) == DEFAULTS["kept_samples"]
+def test_the_detection_table_follows_each_labs_quantile_and_kept_samples():
+    """docs/architecture.md's "Detection" table gives each lab's scored quantile q, its kept
+    samples K (R - 1) and the odds 1 - (1 - q)^(K (R - 1)) that they catch a shortcut taken
+    in a fraction q of the calls; every number in it follows from Config and lab.toml."""
+    from cudalab.grading.timing import SCORED_QUANTILE
+    lines = (REPO_ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").splitlines()
+    start = lines.index("| lab | `q` | `K (R - 1)` | caught at `f` = `q` |")
+    rows = [[cell.strip() for cell in line.strip("|").split("|")]
+            for line in lines[start + 2:] if line.startswith("|")][:8]
+    rows = rows[:next((i for i, row in enumerate(rows) if len(row) != 4), len(rows))]
+    specs = {spec.name: spec for spec in (labspec.load(p) for p in sorted((REPO_ROOT / "labs").glob("*/lab.toml")))}
+    named = []
+    for names, q_text, draws_text, odds_text in rows:
+        q = float(q_text.split()[0])
+        for name in (n.strip().lower() for n in names.split(",")):
+            named.append(name)
+            spec = specs[name]
+            assert spec.scoring.quantile(SCORED_QUANTILE) == q, f"{name}: the table says q = {q}"
+            if spec.every_output_exact:
+                assert draws_text == "every sample (exact outputs)" and odds_text == "100 %", name
+                continue
+            k = spec.scoring.kept(DEFAULTS["kept_samples"])
+            rounds = spec.scoring.rounds(DEFAULTS["timing_rounds"])
+            assert draws_text == f"{k} × {rounds - 1} = {k * (rounds - 1)}", f"{name}: {draws_text}"
+            percent = re.search(r"(\d+(?:\.\d)?) %", odds_text)
+            exact = 100 * (1 - (1 - q) ** (k * (rounds - 1)))
+            places = len(percent[1].split(".")[1]) if "." in percent[1] else 0
+            assert float(percent[1]) == round(exact, places), f"{name}: {odds_text} (it is {exact:.2f} %)"
+    assert sorted(named) == sorted(specs), "the table names every lab once"
 
 
 def test_the_readmes_requirements_name_every_python_dependency():
