@@ -33,6 +33,7 @@ from ..batching import remote
 from ..batching.remote import Array, SchedulerUnavailable, Task
 from ..batching.slurm import Slurm, poll_s_from_args, scheduler_from_args
 from ..errors import CudalabError
+from ..isolation.runner import read_untrusted_bytes
 from ..isolation.trees import remove_tree
 from .work import (MAX_LINE_CHARS, MAX_LINES, Executor, JobInterrupted, LocalExecutor, Order, Outcome, commands_for,
                    run_steps, unpack)
@@ -255,25 +256,9 @@ def _read_job_id(folder: Path) -> str | None:
 
 
 def _read_bounded(path: Path | None, limit: int) -> str:
-    if path is None:
-        return ""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return ""
-    try:
-        chunks, left = [], limit
-        while left > 0:
-            chunk = os.read(fd, min(left, 1024 * 1024))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-    except OSError:
-        return ""
-    finally:
-        os.close(fd)
-    return b"".join(chunks).decode("utf-8", "replace")
+    """At most `limit` bytes of a file the job wrote, as text ("" where there is none)."""
+    data = read_untrusted_bytes(path, limit) if path is not None else None
+    return (data or b"").decode("utf-8", "replace")
 
 
 def from_args(args, course_folder: Path) -> SlurmExecutor:

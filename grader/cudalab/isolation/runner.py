@@ -115,21 +115,29 @@ def scratch_dir(config: Config, stem: str) -> Path:
     return fresh_dir(root, f"{stem}{_owner_tag()}")
 
 
-def read_untrusted_json(path: Path, limit: int = _JSON_LIMIT) -> dict | None:
-    """A JSON object a program wrote, or None: never follows a link, never blocks on a FIFO,
-    never reads more than `limit` bytes."""
+def read_untrusted_bytes(path: Path, limit: int) -> bytes | None:
+    """The first `limit` bytes of a file a program wrote, or None where it is not a regular
+    file or cannot be read: never follows a link, never blocks on a FIFO."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(limit + 1)
+            return handle.read(limit)
+    except OSError:
+        return None
     finally:
         os.close(fd)
-    if len(data) > limit:
+
+
+def read_untrusted_json(path: Path, limit: int = _JSON_LIMIT) -> dict | None:
+    """A JSON object a program wrote, or None: never follows a link, never blocks on a FIFO,
+    never reads more than `limit` bytes."""
+    data = read_untrusted_bytes(path, limit + 1)
+    if data is None or len(data) > limit:
         return None
     try:
         parsed = json.loads(data.decode("utf-8"))
