@@ -249,6 +249,7 @@ class GradingSession:
         # Each round's kept samples are checked while the next rounds run: the checker is on
         # the work CPUs (cpus.py), never on those left to timing, and reads only its own dump.
         timing_rounds = scoring.rounds(config.timing_rounds)
+        scored_quantile = scoring.quantile(SCORED_QUANTILE)
         checks = ThreadPoolExecutor(max_workers=timing_rounds * kept, thread_name_prefix="kept-check")
         pending: list = []
         dumps: list[tuple[KeptDump, object]] = []  # every kept sample taken, released once checked
@@ -262,7 +263,7 @@ class GradingSession:
                     with _seconds(seconds, "audit_start"):
                         server.start()  # its floor bounds what the reference's time can be
                     too_slow = TooSlow(limit=1.25 * scoring.zero_marks_ratio, floor_ms=server.floor.floor_ms,
-                                       quantile=scoring.quantile(SCORED_QUANTILE))
+                                       quantile=scored_quantile)
                     with _seconds(seconds, "idle_check"):
                         self.gpu_waits.append(gpu.wait_until_idle(config.gpu_idle_wait_s,
                                                                   device=config.gpu_device, ignore=server.pids()))
@@ -283,7 +284,7 @@ class GradingSession:
                 samples = samples or run.reference.timed
                 perf["samples"] = samples
                 pending += [checks.submit(self._check_kept_sample, dump, k) for dump, k in taken]
-                times = run.per_call(scoring.quantile(SCORED_QUANTILE))
+                times = run.per_call(scored_quantile)
                 blank_ms, reference_ms = times.blank_ms, times.reference_ms
                 if not reference_is_plausible(reference_ms, server.floor.floor_ms):
                     # The clock measured noise, not the reference: this round says nothing of

@@ -456,23 +456,19 @@ def load(path: str | Path) -> LabSpec:
         timing_target_s=sc.get("timing_target_s", 0.0),
         timing_quantile=sc.get("timing_quantile", 0.0),
     )
-    if (isinstance(scoring.timing_rounds, bool) or not isinstance(scoring.timing_rounds, int)
-            or not 0 <= scoring.timing_rounds <= 9):
-        raise LabSpecError(f"{in_scoring}: 'timing_rounds' must be a whole number from 1 to 9 (timing rounds of a "
-                           "grade, scored on their median), or left out for the grader's default")
-    if (isinstance(scoring.timing_target_s, bool) or not isinstance(scoring.timing_target_s, (int, float))
-            or not (scoring.timing_target_s == 0 or 0.01 <= scoring.timing_target_s <= 5)):
-        raise LabSpecError(f"{in_scoring}: 'timing_target_s' must be a number of seconds from 0.01 to 5 (the "
-                           "reference's timed samples that set a timing round's length), or left out for the "
-                           "grader's default")
-    if (isinstance(scoring.timing_quantile, bool) or not isinstance(scoring.timing_quantile, (int, float))
-            or not (scoring.timing_quantile == 0 or 0.01 <= scoring.timing_quantile <= 0.5)):
-        raise LabSpecError(f"{in_scoring}: 'timing_quantile' must be a number from 0.01 to 0.5 (the quantile of each "
-                           "program's samples a timing round scores), or left out for the grader's default")
-    if (isinstance(scoring.kept_samples, bool) or not isinstance(scoring.kept_samples, int)
-            or not 0 <= scoring.kept_samples <= 16):
-        raise LabSpecError(f"{in_scoring}: 'kept_samples' must be a whole number from 1 to 16 (timed samples per "
-                           "session the checker judges), or left out for the grader's default")
+    # The grader's defaults a lab may override (0, or left out: the default), each checked alike.
+    for key, whole, low, high, kind, meaning in (
+            ("timing_rounds", True, 1, 9, "a whole number", "timing rounds of a grade, scored on their median"),
+            ("timing_target_s", False, 0.01, 5, "a number of seconds",
+             "the reference's timed samples that set a timing round's length"),
+            ("timing_quantile", False, 0.01, 0.5, "a number",
+             "the quantile of each program's samples a timing round scores"),
+            ("kept_samples", True, 1, 16, "a whole number", "timed samples per session the checker judges")):
+        value = getattr(scoring, key)
+        if (isinstance(value, bool) or not isinstance(value, int if whole else (int, float))
+                or not (value == 0 or low <= value <= high)):
+            raise LabSpecError(f"{in_scoring}: '{key}' must be {kind} from {low:g} to {high:g} ({meaning}), or left "
+                               "out for the grader's default")
     if not isinstance(scoring.reference, str):
         raise LabSpecError(f"{in_scoring}: 'reference' must be the source of a [[ladder]] rung, e.g. \"ladder/tiled.cu\"")
     if scoring.reference and scoring.reference not in {r.source for r in ladder}:
