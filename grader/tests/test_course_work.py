@@ -20,15 +20,20 @@ from cudalab.building import sdk as sdk_module
 DRIVER = Path(__file__).resolve().parent / "batch_driver.py"
 
 
-def toy_archive(behaviour: dict) -> bytes:
-    """A hand-in of the toy lab, as `cudalab pack` makes one, whose fake build behaves as told."""
-    data = f"// {behaviour!r}\n__global__ void toy() {{}}\n".encode()
+def tar_gz(files: dict[str, bytes]) -> bytes:
+    """A .tar.gz of `files`, the same bytes for the same files."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        info = tarfile.TarInfo("toy.cu")
-        info.size, info.mode = len(data), 0o644
-        tar.addfile(info, io.BytesIO(data))
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
     return gzip.compress(buffer.getvalue(), mtime=0)
+
+
+def toy_archive(behaviour: dict) -> bytes:
+    """A hand-in of the toy lab, as `cudalab pack` makes one, whose fake build behaves as told."""
+    return tar_gz({"toy.cu": f"// {behaviour!r}\n__global__ void toy() {{}}\n".encode()})
 
 
 @pytest.fixture
@@ -119,13 +124,7 @@ def test_a_hand_in_is_checked_by_the_real_check(runner, tmp_path):
     (A hand-in that passes needs the real compiler: the GPU drill, tools/course-drill.py.)"""
     the_runner, _ = runner
     stray = tmp_path / "stray.tar.gz"
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, data in (("toy.cu", b"// {}\n"), ("notes.exe", b"\x7fELF")):
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    stray.write_bytes(buffer.getvalue())
+    stray.write_bytes(tar_gz({"toy.cu": b"// {}\n", "notes.exe": b"\x7fELF"}))
     receipt = the_runner.executor.check_hand_in(stray, "toy", tmp_path)
     assert receipt["accepted"] is False
     files = next(check for check in receipt["checks"] if check["name"] == "files")
