@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Stages what the build and the grader need on a machine that has no package registry (a
 # lent GPU machine): the header-only libraries (nlohmann-json, doctest) copied from this
-# machine into .deps/include, the grader's pure-Python dependency pyelftools (it reads
-# students' compiled objects) copied from this machine's .venv into .deps/python, and
+# machine into .deps/include, the grader's pure-Python dependencies pyelftools (it reads
+# students' compiled objects) and nvidia-ml-py (pynvml: the idle check before each timing
+# round) copied from this machine's .venv into .deps/python, and
 # bubblewrap (the grader's sandbox) unpacked from its Debian package into .deps/bwrap, and the
 # course service's packages (`cudalab serve`, tools/course-drill.py) as wheels for the GPU
 # machine's Python (3.12 unless SERVICE_PYTHON says another) unpacked into
@@ -21,9 +22,14 @@ if ! elftools="$("$python" -c 'import elftools, os; print(os.path.dirname(elftoo
   echo "stage-deps: pyelftools is not installed for $python: run tools/setup.sh first" >&2
   exit 1
 fi
+if ! pynvml="$("$python" -c 'import pynvml; print(pynvml.__file__)' 2>/dev/null)"; then
+  echo "stage-deps: nvidia-ml-py is not installed for $python: run tools/setup.sh first" >&2
+  exit 1
+fi
 rm -rf "$root/.deps/python/elftools"
 mkdir -p "$root/.deps/python"
 cp -r "$elftools" "$root/.deps/python/"
+cp "$pynvml" "$root/.deps/python/"
 find "$root/.deps/python" -name __pycache__ -type d -prune -exec rm -rf {} +
 if [ ! -x "$root/.deps/bwrap/usr/bin/bwrap" ]; then
   scratch="$(mktemp -d)" && chmod 755 "$scratch"  # apt downloads as its own user

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -175,8 +176,8 @@ def test_the_idle_check_ignores_the_kept_programs_but_sees_everything_else(monke
             time.sleep(0.05)
         assert child.pid in tree and len(tree) == 2  # the program and the one it started
         grandchild = next(iter(tree - {child.pid}))
-        monkeypatch.setattr(gpu, "_smi", lambda argv: [f"GPU-1, {grandchild}, /cudalab/bin/toy_solution, 900 MiB",
-                                                       "GPU-1, 4242, python3, 500 MiB"])
+        monkeypatch.setattr(gpu, "_compute_rows", lambda: [f"GPU-1, {grandchild}, /cudalab/bin/toy_solution, 900 MiB",
+                                                           "GPU-1, 4242, python3, 500 MiB"])
         assert gpu.compute_processes(ignore=tree) == ["4242, python3, 500 MiB"]
         assert gpu.compute_processes() == [f"{grandchild}, /cudalab/bin/toy_solution, 900 MiB",
                                            "4242, python3, 500 MiB"]
@@ -185,3 +186,48 @@ def test_the_idle_check_ignores_the_kept_programs_but_sees_everything_else(monke
     finally:
         child.kill()
         child.wait()
+
+
+class _FakeNvml:
+    """What the idle check uses of nvidia-ml-py's pynvml: two GPUs, processes on the second."""
+
+    def __init__(self, broken: bool = False):
+        self.broken = broken
+
+    def nvmlDeviceGetCount(self):
+        if self.broken:
+            raise RuntimeError("NVML: GPU is lost")
+        return 2
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        return index
+
+    def nvmlDeviceGetUUID(self, handle):
+        return f"GPU-{handle}"
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle):
+        one = types.SimpleNamespace
+        return [one(pid=4242, usedGpuMemory=500 * 1024 * 1024), one(pid=77, usedGpuMemory=None)] if handle == 1 else []
+
+    def nvmlSystemGetProcessName(self, pid):
+        if pid == 77:
+            raise RuntimeError("NVML: not found")
+        return b"/usr/bin/python3"
+
+
+def test_the_idle_check_asks_nvml_first_and_nvidia_smi_where_nvml_cannot_answer(monkeypatch):
+    asked = []
+    monkeypatch.setattr(gpu, "_smi", lambda argv: asked.append(argv) or ["GPU-9, 5, smi_program, 1 MiB"])
+    monkeypatch.setattr(gpu, "_uuids", {})
+    monkeypatch.setattr(gpu, "_nvml", lambda: _FakeNvml())
+    assert gpu.compute_processes() == ["4242, /usr/bin/python3, 500 MiB", "77, ?, [N/A]"]
+    assert gpu.compute_processes("0") == []
+    assert gpu.compute_processes("1", ignore=frozenset({77})) == ["4242, /usr/bin/python3, 500 MiB"]
+    assert asked == []  # NVML answered everything, the UUIDs of indices included
+    monkeypatch.setattr(gpu, "_nvml", lambda: _FakeNvml(broken=True))  # NVML fails now: nvidia-smi says
+    assert gpu.compute_processes() == ["5, smi_program, 1 MiB"]
+    assert asked == [gpu._QUERY]
+    monkeypatch.setattr(gpu, "_nvml", lambda: None)  # no NVML here at all
+    monkeypatch.setattr(gpu, "_smi", lambda argv: None)  # nor nvidia-smi
+    assert gpu.compute_processes() is None
+    assert gpu.wait_until_idle(10.0).known is False
