@@ -12,8 +12,8 @@
 //
 // Each k is tested on the case's own inputs where its product is small; a larger product
 // keeps its k and its inputs' distribution but fewer rows and columns (the statistic
-// depends on k and the distribution, not on m and n), and the bench case the checker
-// samples (8192^3, reference.cpp) is judged on sampled rows and columns, as there. The
+// depends on k and the distribution, not on m and n), and the bench cases the checker
+// samples (4096^3 and 8192^3, problem.hpp) are judged on sampled rows and columns, as there. The
 // ratios of the statistic to its limit are printed: the margins quoted in the header.
 #include <doctest/doctest.h>
 
@@ -33,9 +33,6 @@ namespace {
 
 // Multiply-adds per simulated product before a case is cut down to fewer rows and columns.
 constexpr std::uint64_t kSimulatedMultiplyAdds = std::uint64_t{1} << 22;
-// The products the checker computes in full (labs/matmul/reference.cpp); beyond, it
-// samples whole rows and columns.
-constexpr std::uint64_t kFullReferenceMultiplyAdds = std::uint64_t{4096} * 4096 * 4096;
 
 // A case as the tests judge it: its inputs (B stored column by column, so that each
 // element's operands are contiguous) and the checker's Expected for them.
@@ -51,7 +48,7 @@ Judged prepare(const labkit::CaseSpec& lab_case) {
     auto m = static_cast<std::uint64_t>(lab_case.param("m"));
     auto n = static_cast<std::uint64_t>(lab_case.param("n"));
     const auto k = static_cast<std::uint64_t>(lab_case.param("k"));
-    const bool sampled_by_the_checker = m * n * k > kFullReferenceMultiplyAdds;
+    const bool sampled_by_the_checker = m * n * k > lab_matmul::kFullReferenceMultiplyAdds;
     labkit::CaseSpec spec = lab_case;
     if (sampled_by_the_checker) {
         m = n = 64;
@@ -74,7 +71,7 @@ Judged prepare(const labkit::CaseSpec& lab_case) {
     judged.a.assign(a.begin(), a.end());
     judged.b_columns = testkit::columns_of(b.data(), k, n);
     if (sampled_by_the_checker) {
-        // 8 of 64 rows and columns: the share of 8192^3's 64 lines of 8192.
+        // 8 of 64 rows and columns, as the checker samples 64 lines of 4096 or 8192.
         judged.expected = labkit::matmul_expected("c", m, n, k,
                                                   labkit::matmul_reference_sampled(a.data(), b.data(), m, n, k, 8));
     } else {
