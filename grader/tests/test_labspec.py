@@ -57,6 +57,7 @@ def test_the_real_labs_load():
     ('correctness_points = 60\n', 'correctness_points = 60\ntiming_rounds = 2.5\n', "'timing_rounds' must be a whole number from 1 to 9"),
     ('correctness_points = 60\n', 'correctness_points = 60\ntiming_target_s = 0.001\n', "'timing_target_s' must be a number of seconds from 0.01 to 5"),
     ('correctness_points = 60\n', 'correctness_points = 60\ntiming_quantile = 0.9\n', "'timing_quantile' must be a number from 0.01 to 0.5"),
+    ('correctness_points = 60\n', 'correctness_points = 60\ntiming_samples_min = 2\n', "'timing_samples_min' must be a whole number from 5 to 200"),
     ('correctness_points = 60\n', 'correctness_points = 60\ntiming_target_s = "short"\n', "'timing_target_s' must be a number of seconds from 0.01 to 5"),
 ])
 def test_validation_errors_are_sentences(tmp_path, old, new, expected):
@@ -270,6 +271,15 @@ def test_a_lab_may_score_another_quantile_of_its_samples(tmp_path):
     scored = {path.parent.name: labspec.load(path).scoring.quantile(0.05)
               for path in sorted((REPO_ROOT / "labs").glob("*/lab.toml"))}
     assert {lab for lab, q in scored.items() if q != 0.05} == {"matmul", "occupancy"}
+
+
+def test_a_lab_may_ask_for_more_samples_a_round_than_the_default(tmp_path):
+    assert load_text(tmp_path, TOY_LAB_TOML).scoring.samples_min(20) == 20
+    asked = TOY_LAB_TOML.replace("correctness_points = 60\n", "correctness_points = 60\ntiming_samples_min = 30\n", 1)
+    assert load_text(tmp_path, asked).scoring.samples_min(20) == 30
+    asking = {path.parent.name: labspec.load(path).scoring.samples_min(20)
+              for path in sorted((REPO_ROOT / "labs").glob("*/lab.toml"))}
+    assert {lab: n for lab, n in asking.items() if n != 20} == {"matmul": 30}
 
 
 def test_which_labs_have_only_exact_outputs():

@@ -181,7 +181,7 @@ class GradingSession:
     def _pace(self, samples: int | None, keep: int, stop_when=None) -> Pace:
         c = self.config
         return Pace(warmup=c.timing_warmup, samples=samples, target_s=self.spec.scoring.target_s(c.timing_target_s),
-                    samples_min=c.samples_min, samples_max=c.samples_max, keep=keep,
+                    samples_min=self.spec.scoring.samples_min(c.samples_min), samples_max=c.samples_max, keep=keep,
                     sample_timeout_s=c.sample_timeout_s, student=True, stop_when=stop_when)
 
     def paced(self, server: AuditServer, pace: Pace, seconds: dict | None = None) -> SessionRun:

@@ -102,6 +102,10 @@ class Scoring:
     # judge closely on every sample (matmul's float product, whose lower precision pays)
     # scores a higher one, where the checker's kept samples then catch it.
     timing_quantile: float = 0.0
+    # Fewest timed samples in a round; 0: the grader's (Config.samples_min, 20). What a round
+    # of a call longer than timing_target_s / samples_min gets. A lab whose median of that
+    # many samples is not steady enough between grades (matmul's) asks for more.
+    timing_samples_min: int = 0
 
     def kept(self, default: int) -> int:
         return self.kept_samples or default
@@ -114,6 +118,9 @@ class Scoring:
 
     def quantile(self, default: float) -> float:
         return self.timing_quantile or default
+
+    def samples_min(self, default: int) -> int:
+        return self.timing_samples_min or default
 
     def kept_in_round(self, number: int, rounds: int, default: int, exact: bool) -> int:
         """The timed samples kept for the checker in round `number` of `rounds`. None in the
@@ -455,6 +462,7 @@ def load(path: str | Path) -> LabSpec:
         timing_rounds=sc.get("timing_rounds", 0),
         timing_target_s=sc.get("timing_target_s", 0.0),
         timing_quantile=sc.get("timing_quantile", 0.0),
+        timing_samples_min=sc.get("timing_samples_min", 0),
     )
     # The grader's defaults a lab may override (0, or left out: the default), each checked alike.
     for key, whole, low, high, kind, meaning in (
@@ -463,6 +471,7 @@ def load(path: str | Path) -> LabSpec:
              "the reference's timed samples that set a timing round's length"),
             ("timing_quantile", False, 0.01, 0.5, "a number",
              "the quantile of each program's samples a timing round scores"),
+            ("timing_samples_min", True, 5, 200, "a whole number", "the fewest timed samples of a timing round"),
             ("kept_samples", True, 1, 16, "a whole number", "timed samples per session the checker judges")):
         value = getattr(scoring, key)
         if (isinstance(value, bool) or not isinstance(value, int if whole else (int, float))
