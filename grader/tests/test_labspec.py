@@ -249,37 +249,20 @@ def test_a_case_that_tiles_a_photograph_embeds_it_at_any_size(tmp_path):
                   .replace('name = "sobel"', 'name = "toy"').replace('tiles = "chelsea"', 'tiles = "../x"'))
 
 
-def test_a_lab_may_ask_for_more_timing_rounds_than_the_default(tmp_path):
-    assert load_text(tmp_path, TOY_LAB_TOML).scoring.rounds(3) == 3
-    asked = TOY_LAB_TOML.replace("correctness_points = 60\n", "correctness_points = 60\ntiming_rounds = 5\n", 1)
-    assert load_text(tmp_path, asked).scoring.rounds(3) == 5
-    assert labspec.load(REPO_ROOT / "labs" / "reduction" / "lab.toml").scoring.rounds(3) == 9
-
-
-def test_a_lab_may_ask_for_shorter_timing_rounds_than_the_default(tmp_path):
-    assert load_text(tmp_path, TOY_LAB_TOML).scoring.target_s(0.25) == 0.25
-    asked = TOY_LAB_TOML.replace("correctness_points = 60\n", "correctness_points = 60\ntiming_target_s = 0.1\n", 1)
-    assert load_text(tmp_path, asked).scoring.target_s(0.25) == 0.1
-    assert labspec.load(REPO_ROOT / "labs" / "sobel" / "lab.toml").scoring.target_s(0.25) == 0.15
-
-
-def test_a_lab_may_score_another_quantile_of_its_samples(tmp_path):
-    assert load_text(tmp_path, TOY_LAB_TOML).scoring.quantile(0.05) == 0.05
-    asked = TOY_LAB_TOML.replace("correctness_points = 60\n", "correctness_points = 60\ntiming_quantile = 0.5\n", 1)
-    assert load_text(tmp_path, asked).scoring.quantile(0.05) == 0.5
+@pytest.mark.parametrize("key, method, default, asked, labs_asking", [
+    ("timing_rounds", "rounds", 3, 5, {"reduction": 9}),
+    ("timing_target_s", "target_s", 0.25, 0.1, {"reduction": 0.125, "sobel": 0.15}),
     # The labs whose float product a lower precision would make faster score the median.
-    scored = {path.parent.name: labspec.load(path).scoring.quantile(0.05)
-              for path in sorted((REPO_ROOT / "labs").glob("*/lab.toml"))}
-    assert {lab for lab, q in scored.items() if q != 0.05} == {"matmul", "occupancy"}
-
-
-def test_a_lab_may_ask_for_more_samples_a_round_than_the_default(tmp_path):
-    assert load_text(tmp_path, TOY_LAB_TOML).scoring.samples_min(20) == 20
-    asked = TOY_LAB_TOML.replace("correctness_points = 60\n", "correctness_points = 60\ntiming_samples_min = 30\n", 1)
-    assert load_text(tmp_path, asked).scoring.samples_min(20) == 30
-    asking = {path.parent.name: labspec.load(path).scoring.samples_min(20)
-              for path in sorted((REPO_ROOT / "labs").glob("*/lab.toml"))}
-    assert {lab: n for lab, n in asking.items() if n != 20} == {"matmul": 30}
+    ("timing_quantile", "quantile", 0.05, 0.5, {"matmul": 0.5, "occupancy": 0.5}),
+    ("timing_samples_min", "samples_min", 20, 30, {"matmul": 30}),
+])
+def test_a_lab_may_ask_for_other_timing_than_the_graders(tmp_path, key, method, default, asked, labs_asking):
+    assert getattr(load_text(tmp_path, TOY_LAB_TOML).scoring, method)(default) == default
+    text = TOY_LAB_TOML.replace("correctness_points = 60\n", f"correctness_points = 60\n{key} = {asked}\n", 1)
+    assert getattr(load_text(tmp_path, text).scoring, method)(default) == asked
+    every_lab = {path.parent.name: getattr(labspec.load(path).scoring, method)(default)
+                 for path in sorted((REPO_ROOT / "labs").glob("*/lab.toml"))}
+    assert {lab: value for lab, value in every_lab.items() if value != default} == labs_asking
 
 
 def test_which_labs_have_only_exact_outputs():
