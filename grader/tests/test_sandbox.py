@@ -459,16 +459,6 @@ def test_core_dumps_are_off_and_cpu_is_limited(workdir, limits):
 
 
 @needs_bwrap
-def test_a_run_may_be_given_a_niceness_that_it_cannot_undo(workdir, limits):
-    """Proves: Limits.nice raises the run's niceness (the checker's CHECKER_NICE yields the CPU
-    to the grader's own thread), and the run, no longer root, cannot lower it again."""
-    said = [PYTHON, "-c", "import os\ntry:\n    os.nice(-5)\nexcept OSError:\n    pass\nprint(os.nice(0))"]
-    assert SANDBOX.run(said, workdir=workdir, limits=limits).stdout.split() == [str(os.nice(0))]
-    nicer = dataclasses.replace(limits, nice=10)
-    assert SANDBOX.run(said, workdir=workdir, limits=nicer).stdout.split() == [str(min(19, os.nice(0) + 10))]
-
-
-@needs_bwrap
 def test_crashes_and_exit_codes_inside_are_described(workdir, limits):
     """Proves: a segfault, a harness exit code and a program that cannot start are told apart
     through the sandbox."""

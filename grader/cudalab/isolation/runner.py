@@ -10,7 +10,6 @@ it judges, read-only, at /cudalab/dump.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import re
@@ -35,11 +34,6 @@ RUN = "/cudalab/run"
 BIN = "/cudalab/bin"
 DUMP = "/cudalab/dump"
 _JSON_LIMIT = 16 * 1024 * 1024
-# The checker is the grader's background work: during timing it judges the kept samples of
-# earlier rounds (reduction's nine a round at once, each on every work CPU) beside the
-# grader's own thread, which starts the next round on the same CPUs. At this niceness the
-# checks yield the CPU to it.
-CHECKER_NICE = 10
 
 
 def fresh_dir(parent: Path, stem: str) -> Path:
@@ -360,8 +354,7 @@ class Runner:
         with self._on_gpu(gpu), cpus.on_work_cpus(self.config):  # never on the CPUs left to timing
             result = self.sandbox.run(argv, workdir=Bind(folder, RUN, writable=True),
                                       binds=[Bind(checker, inside), Bind(dump, DUMP)],
-                                      limits=dataclasses.replace(run_limits(self.config), nice=CHECKER_NICE),
-                                      gpu=gpu,
+                                      limits=run_limits(self.config), gpu=gpu,
                                       env=self._env(gpu, None), toolchain=self.toolchain)
         self._log_time("checker" + (" (images)" if images is not None else "")
                        + (f" {bench_case} sample" if bench_case else ""), result)

@@ -200,7 +200,6 @@ class Limits:
     folder_bytes: int | None = None   # the run folder's tmpfs size; None: the folder is left as it is
     folder_files: int | None = None   # the run folder's tmpfs inodes
     tmp_bytes: int | None = None      # the private /tmp's size
-    nice: int = 0                     # added to the run's niceness: > 0 yields the CPU to the grader
 
 
 def run_limits(config: Config, timeout_s: float | None = None) -> Limits:
@@ -458,7 +457,7 @@ def _tasks_of(uid: int) -> int:
 
 
 def _child_setup(rlimits: list[tuple[int, int, int]], cgroup_procs: Sequence[str],
-                 uid: int | None, nice: int = 0) -> Callable[[], None]:
+                 uid: int | None) -> Callable[[], None]:
     """What the child does between fork and exec. Order matters: joining the cgroups needs the
     grader's privileges, RLIMIT_NPROC must be set before setuid (which checks it), and the
     uid goes last. Only plain os calls here: the grader may have other threads."""
@@ -471,8 +470,6 @@ def _child_setup(rlimits: list[tuple[int, int, int]], cgroup_procs: Sequence[str
                 os.close(fd)
         for kind, soft, hard in rlimits:
             resource.setrlimit(kind, (soft, hard))
-        if nice > 0:
-            os.nice(nice)  # inherited by everything the run starts; only root could lower it again
         if uid is not None:
             os.setgroups([])
             os.setgid(uid)
@@ -1472,7 +1469,7 @@ class Sandbox:
                               output_cap_bytes=limits.output_cap_bytes, cwd="/",
                               env={"PATH": "/usr/bin:/bin"},
                               preexec_fn=_child_setup(_rlimits(limits, self._nproc(limits), gpu),
-                                                      [c.procs_file for c in cgroups], uid, limits.nice),
+                                                      [c.procs_file for c in cgroups], uid),
                               pass_fds=(status_write, *talk["pass_fds"]), on_timeout=stop,
                               during=talk["during"], started=talk["started"])
         except (OSError, subprocess.SubprocessError) as err:
@@ -1527,7 +1524,7 @@ class Sandbox:
                               output_cap_bytes=limits.output_cap_bytes, cwd=workdir.host,
                               env=host_env,
                               preexec_fn=_child_setup(_rlimits(limits, self._nproc(limits), talk["gpu"]),
-                                                      [c.procs_file for c in cgroups], None, limits.nice),
+                                                      [c.procs_file for c in cgroups], None),
                               on_timeout=kill_cgroups if cgroups else None,
                               pass_fds=talk["pass_fds"], during=talk["during"], started=talk["started"])
         except OSError as err:
