@@ -165,23 +165,39 @@ def test_an_auditor_that_cannot_start_is_a_grader_error(toy_config, toy_root, tm
     assert audit.pids() == frozenset()
 
 
+def _children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue
+        if stat and stat[stat.rfind(")") + 2:].split()[1] == str(pid):
+            found.append(int(entry.name))
+    return found
+
+
 def test_the_idle_check_ignores_the_kept_programs_but_sees_everything_else(monkeypatch):
     child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; "
                               "subprocess.run([sys.executable, '-c', 'import time; time.sleep(30)'])"])
     try:
         for _ in range(100):
-            tree = gpu.process_tree(child.pid)
-            if len(tree) == 2:
+            grandchildren = _children_of(child.pid)
+            if grandchildren:
                 break
             time.sleep(0.05)
-        assert child.pid in tree and len(tree) == 2  # the program and the one it started
-        grandchild = next(iter(tree - {child.pid}))
+        assert len(grandchildren) == 1  # the program started one of its own
+        grandchild = grandchildren[0]
+        roots = frozenset({child.pid})  # what AuditServer.pids() gives: the sandboxes' own pids
+        assert gpu.descends_from(grandchild, roots) and gpu.descends_from(child.pid, roots)
+        assert not gpu.descends_from(os.getpid(), roots) and not gpu.descends_from(None, roots)
+        assert not gpu.descends_from(2 ** 22 + 7, roots)  # no such process
         monkeypatch.setattr(gpu, "_compute_rows", lambda: [f"GPU-1, {grandchild}, /cudalab/bin/toy_solution, 900 MiB",
                                                            "GPU-1, 4242, python3, 500 MiB"])
-        assert gpu.compute_processes(ignore=tree) == ["4242, python3, 500 MiB"]
+        assert gpu.compute_processes(ignore=roots) == ["4242, python3, 500 MiB"]
         assert gpu.compute_processes() == [f"{grandchild}, /cudalab/bin/toy_solution, 900 MiB",
                                            "4242, python3, 500 MiB"]
-        waited = gpu.wait_until_idle(0.0, ignore=tree)
+        waited = gpu.wait_until_idle(0.0, ignore=roots)
         assert waited.busy_with == ["4242, python3, 500 MiB"]
     finally:
         child.kill()

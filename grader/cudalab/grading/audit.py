@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..isolation import cpus, gpu, safe_files
+from ..isolation import cpus, safe_files
 from ..lab import labs
 from . import pacer
 from ..errors import GraderError
@@ -316,12 +316,10 @@ class AuditServer:
                     self._remove_folder(dump.auditor_folder)
 
     def pids(self) -> frozenset[int]:
-        """The auditor's and the reference program's processes (host pids), while they run."""
-        found: set[int] = set()
-        for kept in (self._auditor, *(kept for kept, _ in self._officials.values())):
-            if kept is not None and kept.pid is not None and kept.alive():
-                found |= gpu.process_tree(kept.pid)
-        return frozenset(found)
+        """The host pids of the auditor's and the reference program's sandboxes, while they
+        run: the roots of the process trees that are the grader's own on the GPU."""
+        return frozenset(kept.pid for kept in (self._auditor, *(kept for kept, _ in self._officials.values()))
+                         if kept is not None and kept.pid is not None and kept.alive())
 
     def close(self) -> list[float]:
         """End every program; returns every SM clock reading of the reference so far."""
