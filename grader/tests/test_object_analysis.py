@@ -222,14 +222,16 @@ def test_a_python_without_pyelftools_finds_the_staged_copy_or_says_what_to_do(tm
               "from cudalab.errors import GraderError\n"
               "try: print(analyse_object(Path(sys.argv[1]), deps=[Path(p) for p in sys.argv[2:]]).defined)\n"
               "except GraderError as err: print(err)\n")
-    # A copy of the package, so that no staged copy beside this checkout is found either.
+    # A copy of the package, so that no staged copy beside this checkout is found either (run
+    # from its folder: `python -c` puts the working folder, this checkout's grader/, first).
     shutil.copytree(REPO_ROOT / "grader" / "cudalab", tmp_path / "grader" / "cudalab",
                     ignore=shutil.ignore_patterns("__pycache__"))
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "grader")}
-    with_copy = subprocess.run([SYSTEM_PYTHON, "-c", script, str(obj), str(staged)], env=env,
+    with_copy = subprocess.run([SYSTEM_PYTHON, "-c", script, str(obj), str(staged)], env=env, cwd=tmp_path,
                                capture_output=True, text=True)
     assert with_copy.stdout.strip() == "[('read', 'T')]", with_copy.stderr
-    without = subprocess.run([SYSTEM_PYTHON, "-c", script, str(obj)], env=env, capture_output=True, text=True)
+    without = subprocess.run([SYSTEM_PYTHON, "-c", script, str(obj)], env=env, cwd=tmp_path, capture_output=True,
+                             text=True)
     assert without.stdout.startswith("pyelftools is not installed for the Python the grader runs"), without.stderr
     assert "tools/stage-deps.sh" in without.stdout
 
