@@ -166,15 +166,8 @@ def test_an_auditor_that_cannot_start_is_a_grader_error(toy_config, toy_root, tm
 
 
 def _children_of(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            stat = (entry / "stat").read_text() if entry.name.isdigit() else ""
-        except OSError:
-            continue
-        if stat and stat[stat.rfind(")") + 2:].split()[1] == str(pid):
-            found.append(int(entry.name))
-    return found
+    return [int(entry.name) for entry in Path("/proc").iterdir()
+            if entry.name.isdigit() and gpu.parent_of(int(entry.name)) == pid]
 
 
 def test_the_idle_check_ignores_the_kept_programs_but_sees_everything_else(monkeypatch):
