@@ -18,18 +18,17 @@ cp -r /usr/include/nlohmann "$root/.deps/include/"
 cp -r /usr/include/doctest "$root/.deps/include/"
 python="$root/.venv/bin/python"
 [ -x "$python" ] || python="${PYTHON:-python3}"
-if ! elftools="$("$python" -c 'import elftools, os; print(os.path.dirname(elftools.__file__))' 2>/dev/null)"; then
-  echo "stage-deps: pyelftools is not installed for $python: run tools/setup.sh first" >&2
-  exit 1
-fi
-if ! pynvml="$("$python" -c 'import pynvml; print(pynvml.__file__)' 2>/dev/null)"; then
-  echo "stage-deps: nvidia-ml-py is not installed for $python: run tools/setup.sh first" >&2
-  exit 1
-fi
-rm -rf "$root/.deps/python/elftools"
 mkdir -p "$root/.deps/python"
-cp -r "$elftools" "$root/.deps/python/"
-cp "$pynvml" "$root/.deps/python/"
+for module_and_package in elftools:pyelftools pynvml:nvidia-ml-py; do
+  module="${module_and_package%%:*}" package="${module_and_package#*:}"
+  # A package's folder, or a single-file module itself.
+  if ! found="$("$python" -c "import os, $module as m; f = m.__file__; print(os.path.dirname(f) if os.path.basename(f) == '__init__.py' else f)" 2>/dev/null)"; then
+    echo "stage-deps: $package is not installed for $python: run tools/setup.sh first" >&2
+    exit 1
+  fi
+  rm -rf "$root/.deps/python/$(basename "$found")"
+  cp -r "$found" "$root/.deps/python/"
+done
 find "$root/.deps/python" -name __pycache__ -type d -prune -exec rm -rf {} +
 if [ ! -x "$root/.deps/bwrap/usr/bin/bwrap" ]; then
   scratch="$(mktemp -d)" && chmod 755 "$scratch"  # apt downloads as its own user
