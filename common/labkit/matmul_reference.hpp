@@ -61,8 +61,8 @@
 // s_ij = Σ_p |a_ip·b_pj|, and E = the root mean square of e over the checked elements
 // (the 64 sampled rows and columns of the bench cases, every element of the others).
 // What float gives for E follows from a model in which every rounding is an independent
-// δ ~ U(-u, u) (mean 0, E[δ²] = u²/3): rounding errors of different operations have no reason to be
-// aligned, and with random inputs they are not.
+// δ ~ U(-u, u) (mean 0, E[δ²] = u²/3): rounding errors of different operations have no
+// reason to be aligned, and with random inputs they are not.
 //
 //   One running sum (a thread's `sum += a*b` over all of k: the naive and the tiled kernel
 //   alike). Addition p rounds the partial sum s_p = t_1 + ... + t_p (t_p = a_p·b_p), and

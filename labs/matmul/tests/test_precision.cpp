@@ -13,8 +13,9 @@
 // Each k is tested on the case's own inputs where its product is small; a larger product
 // keeps its k and its inputs' distribution but fewer rows and columns (the statistic
 // depends on k and the distribution, not on m and n), and the bench cases the checker
-// samples (4096^3 and 8192^3, problem.hpp) are judged on sampled rows and columns, as there. The
-// ratios of the statistic to its limit are printed: the margins quoted in the header.
+// samples (4096^3 and 8192^3, problem.hpp) are judged on sampled rows and columns, as
+// there. The ratios of the statistic to its limit are printed: the margins quoted in the
+// header.
 #include <doctest/doctest.h>
 
 #include <algorithm>
