@@ -23,6 +23,7 @@
 #include "labkit/line_channel.hpp"
 #include "labkit/memory_fit.hpp"
 #include "labkit/shared_arena.hpp"
+#include "labkit/signal_page.hpp"
 #include "labkit/timing.hpp"
 
 namespace labkit {
@@ -396,12 +397,17 @@ std::optional<double> parse_ms(const std::string& text) {
 }
 
 // A program being timed, as the grader attached it: its pipes, read and written here only,
-// and whether it is official (the course's reference: blank samples too) or a submission
-// (never a blank, which it could tell apart).
+// its signal page when it answers through one, and whether it is official (the course's
+// reference: blank samples too) or a submission (never a blank, which it could tell apart).
 class Program {
 public:
-    Program(int to_program, int from_program, int timeout_ms, bool official)
-        : channel_(from_program, to_program), timeout_ms_(timeout_ms), official_(official) {}
+    Program(int to_program, int from_program, int signal_fd, int timeout_ms, bool official)
+        : channel_(from_program, to_program), timeout_ms_(timeout_ms), official_(official) {
+        if (signal_fd >= 0) {
+            page_ = std::make_unique<SignalPage>(signal_fd);
+            ::close(signal_fd);
+        }
+    }
     Program(const Program&) = delete;
     Program& operator=(const Program&) = delete;
     ~Program() {
@@ -409,13 +415,26 @@ public:
         ::close(channel_.out());
     }
     LineChannel& channel() { return channel_; }
+    SignalPage* page() { return page_.get(); }
+    std::uint32_t& answered() { return answered_; }  // the ticket of its last answer on the page
     int timeout_ms() const { return timeout_ms_; }
     bool official() const { return official_; }
 
 private:
     LineChannel channel_;
+    std::unique_ptr<SignalPage> page_;
+    std::uint32_t answered_ = 0;
     int timeout_ms_;
     bool official_;
+};
+
+// What a program answered to one "go": its event time, or that it ended or broke the
+// protocol (`what` says how), and when the auditor had its answer.
+struct Answer {
+    enum class Kind { done, closed, breach } kind = Kind::done;
+    double ms = 0;
+    std::string what;
+    std::chrono::steady_clock::time_point at;
 };
 
 // How long the auditor spins before it sleeps on the program's answer: a spinning reader
@@ -426,6 +445,79 @@ constexpr int kAnswerSpinUs = 20000;
 bool plain_name(const std::string& word) {
     static const std::regex plain("[A-Za-z0-9_-]{1,64}");
     return std::regex_match(word, plain);
+}
+
+std::string no_answer_within(const Program& program, const std::string& n) {
+    return "gave no answer to 'go " + n + "' within " + number_text(program.timeout_ms() / 1000.0) + " s";
+}
+
+// "go N" over the program's pipe, and its "done N MS" line.
+Answer ask_by_line(Program& program, const std::string& n, bool blank) {
+    LineChannel& to = program.channel();
+    Answer a;
+    if (!to.write_line(blank ? "go " + n + " blank" : "go " + n)) {
+        a.kind = Answer::Kind::closed;
+        return a;
+    }
+    const LineChannel::Read answer = to.read_line(program.timeout_ms(), kAnswerSpinUs);
+    a.at = std::chrono::steady_clock::now();
+    a.kind = Answer::Kind::breach;
+    if (answer.status == LineChannel::Status::closed) {
+        a.kind = Answer::Kind::closed;
+    } else if (answer.status == LineChannel::Status::timed_out) {
+        a.what = no_answer_within(program, n);
+    } else if (answer.status != LineChannel::Status::line) {
+        a.what = "answered 'go " + n + "' with " +
+                 (answer.status == LineChannel::Status::too_long ? std::string("a line longer than any answer")
+                                                                 : "'" + quote_for_message(answer.line) + "'") +
+                 " instead of 'done " + n + " MS'";
+    } else {
+        const auto w = split_words(answer.line);
+        const auto ms = w.size() == 3 ? parse_ms(w[2]) : std::nullopt;
+        if (w.size() != 3 || w[0] != "done" || w[1] != n || !ms || answer.line != "done " + w[1] + " " + w[2]) {
+            a.what = "answered 'go " + n + "' with '" + quote_for_message(answer.line) + "' instead of 'done " + n + " MS'";
+        } else {
+            a.kind = Answer::Kind::done;
+            a.ms = *ms;
+        }
+    }
+    return a;
+}
+
+// "go" as a ticket on the program's signal page, and its answer there. Its pipe must stay
+// silent (only the grader's "end" travels on it, the other way): anything on it, or its end,
+// stops the wait.
+Answer ask_by_page(Program& program, const std::string& n, bool blank) {
+    LineChannel& to = program.channel();
+    SignalPage& page = *program.page();
+    const std::uint64_t number = parse_u64(n, "sample number");
+    const std::uint32_t ticket = page.send_go(number, blank);
+    const SignalPage::Wait got =
+        page.wait_done(program.answered(), program.timeout_ms(), kAnswerSpinUs, [&] { return to.has_unasked_input(); });
+    Answer a;
+    a.at = std::chrono::steady_clock::now();
+    a.kind = Answer::Kind::breach;
+    if (got == SignalPage::Wait::stopped) {
+        const std::string said = to.drain_for_message();
+        if (said.empty()) a.kind = Answer::Kind::closed;
+        else a.what = "wrote '" + said + "' on its control pipe instead of answering 'go " + n + "' through its signal page";
+        return a;
+    }
+    if (got == SignalPage::Wait::timed_out) {
+        a.what = no_answer_within(program, n);
+        return a;
+    }
+    const SignalPage::Done done = page.done();
+    program.answered() = done.ticket;
+    if (done.ticket != ticket || done.number != number || !std::isfinite(done.ms) || done.ms < 0) {
+        a.what = "answered 'go " + n + "' through its signal page with sample " + std::to_string(done.number) +
+                 ", ticket " + std::to_string(done.ticket) + " and " + number_text(done.ms) + " ms instead of sample " +
+                 n + ", ticket " + std::to_string(ticket) + " and its time in ms";
+        return a;
+    }
+    a.kind = Answer::Kind::done;
+    a.ms = done.ms;
+    return a;
 }
 
 }  // namespace
@@ -462,10 +554,12 @@ int run_auditor(const Problem& problem, const MakeDeviceRun& make_run, const Cas
         if (got.status != LineChannel::Status::line) throw UsageError("an unreadable control line from the grader");
         const auto w = split_words(got.line);
         const std::string verb = w.empty() ? "" : w[0];
-        if (verb == "attach" && w.size() == 4 && fds.size() == 2 && plain_name(w[1]) &&
+        if (verb == "attach" && w.size() == 4 && (fds.size() == 2 || fds.size() == 3) && plain_name(w[1]) &&
             (w[3] == "official" || w[3] == "student")) {
-            programs[w[1]] = std::make_unique<Program>(
-                fds[0], fds[1], static_cast<int>(parse_u64(w[2], "attach's timeout")), w[3] == "official");
+            // A third descriptor: the program's signal page (it said so in its ready line).
+            programs[w[1]] = std::make_unique<Program>(fds[0], fds[1], fds.size() == 3 ? fds[2] : -1,
+                                                       static_cast<int>(parse_u64(w[2], "attach's timeout")),
+                                                       w[3] == "official");
             say("attached " + w[1]);
             continue;
         }
@@ -509,53 +603,40 @@ int run_auditor(const Problem& problem, const MakeDeviceRun& make_run, const Cas
                 else breach("wrote '" + said + "' before it was asked for anything");
                 continue;
             }
+            if (program.page() != nullptr && program.page()->done().ticket != program.answered()) {
+                breach("wrote an answer on its signal page before it was asked for anything");
+                continue;
+            }
             // The auditor's own clock (steady, in this official process) splits the sample's
             // window into preparation, the program's answer and the seal: the grader scores the
             // whole window, whose edges the program cannot move.
             const auto prepare_from = std::chrono::steady_clock::now();
             audit.prepare();
             const auto go_at = std::chrono::steady_clock::now();
-            if (!to.write_line(kind == "blank" ? "go " + n + " blank" : "go " + n)) {
+            const Answer answer = program.page() != nullptr ? ask_by_page(program, n, kind == "blank")
+                                                            : ask_by_line(program, n, kind == "blank");
+            if (answer.kind == Answer::Kind::closed) {
                 closed();
                 continue;
             }
-            const LineChannel::Read answer = to.read_line(program.timeout_ms(), kAnswerSpinUs);
-            const auto answered_at = std::chrono::steady_clock::now();
-            if (answer.status == LineChannel::Status::closed) {
-                closed();
+            if (answer.kind == Answer::Kind::breach) {
+                breach(answer.what);
                 continue;
             }
-            if (answer.status == LineChannel::Status::timed_out) {
-                breach("gave no answer to 'go " + n + "' within " + number_text(program.timeout_ms() / 1000.0) + " s");
-                continue;
-            }
-            if (answer.status != LineChannel::Status::line) {
-                breach("answered 'go " + n + "' with " +
-                       (answer.status == LineChannel::Status::too_long ? std::string("a line longer than any answer")
-                                                                       : "'" + quote_for_message(answer.line) + "'") +
-                       " instead of 'done " + n + " MS'");
-                continue;
-            }
-            const auto a = split_words(answer.line);
-            const auto ms = a.size() == 3 ? parse_ms(a[2]) : std::nullopt;
-            if (a.size() != 3 || a[0] != "done" || a[1] != n || !ms || answer.line != "done " + a[1] + " " + a[2]) {
-                breach("answered 'go " + n + "' with '" + quote_for_message(answer.line) + "' instead of 'done " + n +
-                       " MS'");
-                continue;
-            }
-            if (to.has_unasked_input()) {
+            const auto answered_at = answer.at;
+            audit.seal(slot);
+            const auto sealed_at = std::chrono::steady_clock::now();
+            if (to.has_unasked_input()) {  // after the clock: anything more it said is a breach
                 const std::string more = to.drain_for_message();
                 if (!more.empty()) {
                     breach("wrote '" + more + "' after its answer to 'go " + n + "'");
                     continue;
                 }
             }
-            audit.seal(slot);
-            const auto sealed_at = std::chrono::steady_clock::now();
             auto ns = [](auto span) {
                 return std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(span).count());
             };
-            say("sealed " + n + " " + number_text(*ms) + " " + ns(go_at - prepare_from) + " " +
+            say("sealed " + n + " " + number_text(answer.ms) + " " + ns(go_at - prepare_from) + " " +
                 ns(answered_at - go_at) + " " + ns(sealed_at - answered_at));
             if (kind == "blank") {  // nothing to verify: its outputs are the poison
                 say("verified " + n);

@@ -108,6 +108,7 @@ HarnessOptions parse_harness_options(const std::vector<std::string>& args) {
     p.option("--control-out", [&](const std::string& v) { o.control_out = parse_positive_int(v, "--control-out", 0); });
     p.option("--control", [&](const std::string& v) { o.control = parse_positive_int(v, "--control", 0); });
     p.option("--arena", [&](const std::string& v) { o.arena_fd = parse_positive_int(v, "--arena", 0); });
+    p.option("--signal", [&](const std::string& v) { o.signal_fd = parse_positive_int(v, "--signal", 0); });
     p.option("--arena-bytes", [&](const std::string& v) { o.arena_bytes = parse_u64(v, "--arena-bytes"); });
     p.option("--slots", [&](const std::string& v) {
         o.slots = parse_positive_int(v, "--slots", 1);
@@ -127,8 +128,8 @@ HarnessOptions parse_harness_options(const std::vector<std::string>& args) {
                              "--control-in FD, --control-out FD, --arena FD and --arena-bytes N (run --bench "
                              "without --paced to time it yourself)");
         o.baselines = false;
-    } else if (o.control_in >= 0 || o.control_out >= 0 || o.arena_fd >= 0 || o.arena_bytes != 0) {
-        throw UsageError("--control-in, --control-out, --arena and --arena-bytes belong to --paced");
+    } else if (o.control_in >= 0 || o.control_out >= 0 || o.arena_fd >= 0 || o.arena_bytes != 0 || o.signal_fd >= 0) {
+        throw UsageError("--control-in, --control-out, --arena, --arena-bytes and --signal belong to --paced");
     }
     if (o.audit) {
         o.bench = true;

@@ -34,6 +34,7 @@ struct HarnessOptions {
     int control_in = -1;                   // --control-in FD
     int control_out = -1;                  // --control-out FD
     int arena_fd = -1;                     // --arena FD
+    int signal_fd = -1;                    // --signal FD: the page shared with the auditor (optional)
     std::uint64_t arena_bytes = 0;         // --arena-bytes N
     // --audit: the grader's auditor (labkit/audit.hpp) for one --bench-case, on the Unix
     // socket --control FD, keeping up to --slots K sealed samples, dumped under --dump DIR.

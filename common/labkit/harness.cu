@@ -23,6 +23,7 @@
 #include "labkit/exit_codes.hpp"
 #include "labkit/generate.hpp"
 #include "labkit/line_channel.hpp"
+#include "labkit/signal_page.hpp"
 #include "labkit/report.hpp"
 #include "labkit/shared_arena.hpp"
 #include "labkit/timing.hpp"
@@ -362,37 +363,69 @@ int run_paced(Session& s) {
         c = std::make_unique<CaseOnDevice>(s.problem, s.make_run, spec);
         layout = place.used();
     }
-    if (!control.write_line("ready " + spec.name + " " + std::to_string(layout)))
+    // With a signal page (labkit/signal_page.hpp) "go" and "done" pass through shared memory
+    // and the pipe carries only the grader's "end"; the ready line says which way it answers.
+    std::unique_ptr<SignalPage> page;
+    if (s.options.signal_fd >= 0) {
+        page = std::make_unique<SignalPage>(s.options.signal_fd);
+        ::close(s.options.signal_fd);
+    }
+    if (!control.write_line("ready " + spec.name + " " + std::to_string(layout) + (page ? " signal" : "")))
         throw UsageError("the grader closed the control channel before the program was ready");
     cudaEvent_t start = nullptr, stop = nullptr;
     LABKIT_CHECK(cudaEventCreate(&start));
     LABKIT_CHECK(cudaEventCreate(&stop));
     std::vector<double> event_ms;
     const double clock_before = measure_sm_clock_mhz();
-    for (;;) {
-        const LineChannel::Read got = control.read_line(-1, kGoSpinUs);
-        if (got.status == LineChannel::Status::closed)
-            throw UsageError("the grader closed the control channel without saying end");
-        const auto w = got.status == LineChannel::Status::line ? split_words(got.line) : std::vector<std::string>{};
-        if (w.size() == 1 && w[0] == "end") break;
-        if (w.size() < 2 || w.size() > 3 || w[0] != "go" || (w.size() == 3 && w[2] != "blank"))
-            throw UsageError("unexpected control line '" + quote_for_message(got.line) + "' (expected 'go N' or 'end')");
-        const bool blank = w.size() == 3;
+    // One call timed between the events; returns its event time. Launch errors and faults
+    // are thrown before the answer, so that the grader hears of them as they are.
+    auto call = [&](bool blank) {
         LABKIT_CHECK(cudaEventRecord(start));
         if (blank) blank_sample_kernel<<<1, 1>>>();
         else run_code_under_test(c->run());
+        LABKIT_CHECK_LAUNCH();
         LABKIT_CHECK(cudaEventRecord(stop));
         // Polled, not waited for: a blocking wait can put the thread to sleep and wake it
         // late, which the answer's time would carry (the same wake-up as above).
-        while (cudaEventQuery(stop) == cudaErrorNotReady) {
+        cudaError_t state = cudaErrorNotReady;
+        while ((state = cudaEventQuery(stop)) == cudaErrorNotReady) {
         }
-        LABKIT_CHECK(cudaDeviceSynchronize());
-        LABKIT_CHECK_LAUNCH();
+        LABKIT_CHECK(state);
         float ms = 0.0f;
         LABKIT_CHECK(cudaEventElapsedTime(&ms, start, stop));
         if (!blank) event_ms.push_back(ms);
-        if (!control.write_line("done " + w[1] + " " + std::to_string(static_cast<double>(ms))))
-            throw UsageError("the grader closed the control channel in the middle of a sample");
+        return static_cast<double>(ms);
+    };
+    // A line the grader sent: "end", or whatever else it is, an error.
+    auto ends = [&](const LineChannel::Read& got, const char* expected) {
+        if (got.status == LineChannel::Status::closed)
+            throw UsageError("the grader closed the control channel without saying end");
+        if (got.status == LineChannel::Status::line && got.line == "end") return true;
+        throw UsageError("unexpected control line '" + quote_for_message(got.line) + "' (expected " + expected + ")");
+    };
+    if (page) {
+        SignalPage::Go go;
+        const auto grader_spoke = [&] { return control.has_unasked_input(); };
+        for (;;) {
+            if (page->wait_go(go.ticket, -1, kGoSpinUs, grader_spoke, go) != SignalPage::Wait::arrived) {
+                if (ends(control.read_line(-1), "'end': 'go' comes through the signal page")) break;
+            }
+            const double ms = call(go.blank);
+            page->send_done(go, ms);
+            LABKIT_CHECK(cudaDeviceSynchronize());  // after the answer: the auditor's seal waits for the GPU anyway
+        }
+    } else {
+        for (;;) {
+            const LineChannel::Read got = control.read_line(-1, kGoSpinUs);
+            const auto w = got.status == LineChannel::Status::line ? split_words(got.line) : std::vector<std::string>{};
+            if (w.size() < 2 || w.size() > 3 || w[0] != "go" || (w.size() == 3 && w[2] != "blank")) {
+                if (ends(got, "'go N' or 'end'")) break;
+            }
+            const double ms = call(w.size() == 3);
+            LABKIT_CHECK(cudaDeviceSynchronize());
+            if (!control.write_line("done " + w[1] + " " + std::to_string(ms)))
+                throw UsageError("the grader closed the control channel in the middle of a sample");
+        }
     }
     (void)cudaEventDestroy(start);
     (void)cudaEventDestroy(stop);

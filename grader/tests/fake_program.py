@@ -56,6 +56,23 @@ def _line(fd, buffer, timeout_s=None):
     return line.decode("ascii", "replace")
 
 
+# The signal page (labkit/signal_page.hpp): the offsets of its words. The fakes poll it
+# instead of sleeping on its futexes, and say nothing of sleeping.
+GO_NUMBER, GO_BLANK, GO_TICKET, DONE_NUMBER, DONE_MS, DONE_TICKET = 0, 8, 12, 128, 136, 144
+
+
+def _page(fd):
+    import mmap
+    return mmap.mmap(fd, 4096, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+
+
+def _word(page, offset, fmt="<I", value=None):
+    import struct
+    if value is None:
+        return struct.unpack_from(fmt, page, offset)[0]
+    struct.pack_into(fmt, page, offset, value)
+
+
 def _say(fd, line):
     try:
         os.write(fd, (line + "\n").encode())
@@ -65,14 +82,28 @@ def _say(fd, line):
 
 
 def paced(a, run):
-    """The program's side of the grader's timing: 'go N' in, 'done N MS' out; its inputs and
-    outputs in the auditor's arena."""
+    """The program's side of the grader's timing: 'go N' in, 'done N MS' out, or both through
+    its signal page (BEHAVIOUR "signal"); its inputs and outputs in the auditor's arena."""
+    import select
     case = a.bench_case[0]
     buffer = [b""]
-    _say(a.control_out, B.get("ready", f"ready {case} {B.get('layout', LAYOUT)}"))
-    timed, gos, seen = [], 0, []
+    page = _page(a.signal) if B.get("signal") and a.signal is not None else None
+    _say(a.control_out, B.get("ready", f"ready {case} {B.get('layout', LAYOUT)}" + (" signal" if page else "")))
+    timed, gos, seen, ticket = [], 0, [], 0
+    if page is not None and B.get("page_early"):  # an answer before it was asked for anything
+        _word(page, DONE_TICKET, value=1)
     while True:
-        line = _line(a.control_in, buffer)
+        if page is None:
+            line = _line(a.control_in, buffer)
+        else:  # the page, and its pipe for the grader's "end"
+            line = None
+            while _word(page, GO_TICKET) == ticket:
+                if select.select([a.control_in], [], [], 0.0002)[0]:
+                    line = _line(a.control_in, buffer) or "end"
+                    break
+            if line is None:
+                ticket = _word(page, GO_TICKET)
+                line = f"go {_word(page, GO_NUMBER, '<Q')}" + (" blank" if _word(page, GO_BLANK) else "")
         seen.append(line)
         if line is None or line == "end":
             break
@@ -94,10 +125,16 @@ def paced(a, run):
         if B.get("bad_reply"):  # a program that does not follow the protocol
             _say(a.control_out, B["bad_reply"])
             continue
-        _say(a.control_out, f"done {number} {B.get('report_ms', B.get('sample_ms', 1.0))}")
+        if page is not None:
+            _word(page, DONE_NUMBER, "<Q", number + B.get("page_number_off", 0))
+            _word(page, DONE_MS, "<d", float(B.get("report_ms", B.get("sample_ms", 1.0))))
+            _word(page, DONE_TICKET, value=ticket)
+        else:
+            _say(a.control_out, f"done {number} {B.get('report_ms', B.get('sample_ms', 1.0))}")
         if B.get("speak_unasked_at") == gos:  # a line nobody asked for, after its answer
             _say(a.control_out, "done 0 0.1")
     run["seen"] = seen  # every line the grader's side sent it, for the tests of what a program can tell
+    run["page"] = page is not None
     run["bench"] = [{"name": case, "status": "unchecked", "paced": True, "samples_ms": timed,
                      "median_ms": sorted(timed)[len(timed) // 2] if timed else None,
                      "sm_clock_mhz_before": 1980.0, "sm_clock_mhz_after": 1970.0}]
@@ -116,7 +153,7 @@ def audit(a, run):
     os.ftruncate(arena, ARENA)
     socket.send_fds(grader, [f"ready {case} {LAYOUT} {ARENA} {B.get('floor_ms', 0.01)} 3000 60\n".encode()], [arena])
     slots = [b""] * (a.slots + 1)
-    programs, received, pending, staged = {}, [], [b""], None
+    programs, received, pending, staged, attached = {}, [], [b""], None, []
 
     def next_command():
         while b"\n" not in pending[0]:
@@ -144,7 +181,10 @@ def audit(a, run):
         words = command.split()
         if words[0] == "attach":
             programs[words[1]] = {"to": received[0], "from": received[1], "buffer": [b""],
-                                  "timeout_s": int(words[2]) / 1000.0, "official": words[3] == "official"}
+                                  "timeout_s": int(words[2]) / 1000.0, "official": words[3] == "official",
+                                  "page": _page(received[2]) if len(received) == 3 else None, "answered": 0,
+                                  "ticket": 0}
+            attached.append((words[1], len(received) == 3))
             received.clear()
             answer(f"attached {words[1]}")
         elif words[0] == "detach":
@@ -174,22 +214,49 @@ def audit(a, run):
             os.pwrite(arena, b"\xff" * REGION, OUTPUT)
             time.sleep(B.get("protocol_ms", 0.3) / 1000.0)
             go_at = time.perf_counter_ns()
-            if not _say(program["to"], f"go {n} blank" if kind == "blank" else f"go {n}"):
+            page = program["page"]
+            if page is not None:
+                if _word(page, DONE_TICKET) != program["answered"]:
+                    answer(f"breach {n} {name} wrote an answer on its signal page before it was asked for anything")
+                    drop(name)
+                    continue
+                program["ticket"] += 1
+                _word(page, GO_NUMBER, "<Q", int(n))
+                _word(page, GO_BLANK, value=int(kind == "blank"))
+                _word(page, GO_TICKET, value=program["ticket"])
+                deadline, got = time.monotonic() + program["timeout_s"], None
+                while _word(page, DONE_TICKET) == program["answered"]:
+                    if select.select([program["from"]], [], [], 0.0002)[0] or time.monotonic() > deadline:
+                        break
+                else:
+                    program["answered"] = _word(page, DONE_TICKET)
+                    number, ms = _word(page, DONE_NUMBER, "<Q"), _word(page, DONE_MS, "<d")
+                    got = f"done {number} {ms}" if program["answered"] == program["ticket"] else f"ticket {program['answered']}"
+                if got is None:
+                    said = os.read(program["from"], 80) if select.select([program["from"]], [], [], 0)[0] else None
+                    answer(f"closed {n} {name}" if said == b"" else f"breach {n} {name} gave no answer to 'go {n}'"
+                           if said is None else f"breach {n} {name} wrote {said!r} on its control pipe")
+                    drop(name)
+                    continue
+            elif not _say(program["to"], f"go {n} blank" if kind == "blank" else f"go {n}"):
                 answer(f"closed {n} {name}")
                 drop(name)
                 continue
-            try:
-                got = _line(program["from"], buffer, program["timeout_s"])
-            except TimeoutError:
-                answer(f"breach {n} {name} gave no answer to 'go {n}' within {program['timeout_s']:g} s")
-                drop(name)
-                continue
-            if got is None:
-                answer(f"closed {n} {name}")
-                drop(name)
-                continue
+            else:
+                try:
+                    got = _line(program["from"], buffer, program["timeout_s"])
+                except TimeoutError:
+                    answer(f"breach {n} {name} gave no answer to 'go {n}' within {program['timeout_s']:g} s")
+                    drop(name)
+                    continue
+                if got is None:
+                    answer(f"closed {n} {name}")
+                    drop(name)
+                    continue
             answered_at = time.perf_counter_ns()
             done = re.fullmatch(r"done (\d+) (\d+(?:\.\d+)?)", got)
+            if page is not None and done and done.group(1) != n:
+                got = f"sample {done.group(1)} on its signal page"
             if not done or done.group(1) != n:
                 answer(f"breach {n} {name} answered 'go {n}' with '{got[:80]}' instead of 'done {n} MS'")
                 drop(name)
@@ -210,6 +277,7 @@ def audit(a, run):
             else:
                 answer(f"verified {n}")
     run["bench"] = [{"name": case, "floor_ms": B.get("floor_ms", 0.01)}]
+    run["attached"] = attached  # each program attached, and whether with a signal page
 
 
 def implementation(argv):
@@ -225,6 +293,7 @@ def implementation(argv):
     p.add_argument("--slots", type=int, default=2)
     p.add_argument("--arena", type=int)
     p.add_argument("--arena-bytes", type=int)
+    p.add_argument("--signal", type=int)
     p.add_argument("--samples", type=int, default=10)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--seed", type=int, default=1)

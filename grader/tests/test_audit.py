@@ -17,10 +17,10 @@ import pytest
 
 from cudalab.isolation import gpu
 from cudalab.lab import labs
-from cudalab.grading.audit import AuditServer, ProgramPipes, read_ready
+from cudalab.grading.audit import AuditServer, ProgramPipes, read_ready, signal_page
 from cudalab.errors import GraderError
 from cudalab.isolation.runner import Runner
-from cudalab.grading.timing import Pace, send_line
+from cudalab.grading.timing import Pace, ProtocolError, send_line
 from conftest import seal, write_fake
 
 
@@ -58,19 +58,26 @@ def timed_program(audit: AuditServer, binary: Path, session: Pace) -> dict:
     to_read, to_write = os.pipe()
     from_read, from_write = os.pipe()
     arena = audit.arena_descriptor()
+    ours, theirs = signal_page()
     outcome = {}
 
     def talk():
         try:
-            read_ready(from_read, "b_1000", audit.layout_bytes, 5.0)
-            outcome["run"] = audit.round(session, ProgramPipes(to_write, from_read))
+            signals = read_ready(from_read, "b_1000", audit.layout_bytes, 5.0)
+            outcome["run"] = audit.round(session, ProgramPipes(to_write, from_read, ours if signals else None))
             send_line(to_write, "end")
             return True
+        except ProtocolError as err:
+            outcome["breach"] = err
+            return False
         finally:
             os.close(to_write)
             os.close(from_read)
-    _, folder = audit.runner.run(binary, audit.program_argv(to_read, from_write, arena),
-                                 pass_fds=(to_read, from_write, arena), during=talk)
+            os.close(ours)
+    _, folder = audit.runner.run(binary, audit.program_argv(to_read, from_write, arena, theirs),
+                                 pass_fds=(to_read, from_write, arena, theirs), during=talk)
+    if "breach" in outcome:
+        raise outcome["breach"]
     said = json.loads((folder / "run.json").read_text())
     said["paced_run"] = outcome["run"]
     return said
@@ -116,6 +123,46 @@ def test_a_timed_program_is_told_go_and_nothing_else_whatever_is_kept(toy_config
     assert all((d.path / "b_1000.c.bin").read_text() == f"{k.seed}:b_1000\n" for d, k in zip(kept, run.kept))
     for dump in kept:
         dump.release()
+    audit.close()
+
+
+def test_a_program_that_answers_through_its_signal_page_is_timed_as_one_that_answers_on_its_pipe(
+        toy_config, toy_root, tmp_path):
+    """A program whose ready line says 'signal' gets "go" and gives "done" through the page the
+    grader shared between it and the auditor (labkit/signal_page.hpp), the reference's two
+    processes too: it learns the same as over its pipe (a sample number counting up) and is
+    timed, kept and verified the same way."""
+    audit = server(toy_config, toy_root, tmp_path, signal=True)
+    binary = write_fake(tmp_path / "student" / "toy_submission", name="toy_submission", sample_ms=0.5, signal=True)
+    said = timed_program(audit, binary, pace(samples=30, keep=2, student=True))
+    run, reference = said["paced_run"].student, said["paced_run"].reference
+    assert said["page"] is True
+    assert run.timed == 30 and len(run.kept) == 2 and not run.wrong and run.reported_ms == [0.5] * 30
+    assert reference.timed == 30 and len(reference.blank_ms) == 30
+    lines = said["seen"]
+    assert lines[-1] == "end" and all(re.fullmatch(r"go \d+", line) for line in lines[:-1])
+    numbers = [int(line.split()[1]) for line in lines[:-1]]
+    assert numbers == sorted(set(numbers))
+    for k in run.kept:
+        audit.dump(k.slot).release()
+    audit.close()
+
+
+@pytest.mark.parametrize("behaviour, what", [
+    ({"page_number_off": 1}, r"answered 'go \d+' with 'sample \d+ on its signal page'"),
+    ({"page_early": True}, "wrote an answer on its signal page before it was asked for anything"),
+])
+def test_a_wrong_answer_on_the_signal_page_is_the_programs_breach(toy_config, toy_root, tmp_path, behaviour, what):
+    """What a program writes on its page is its own claim: an answer for another sample, or one
+    written before anything was asked, breaks the protocol (the program's fault, never the
+    grader's), as the same on its pipe would."""
+    audit = server(toy_config, toy_root, tmp_path)
+    binary = write_fake(tmp_path / "student" / "toy_submission", name="toy_submission", sample_ms=0.5, signal=True,
+                        **behaviour)
+    with pytest.raises(ProtocolError, match=what) as caught:
+        timed_program(audit, binary, pace(samples=10, student=True))
+    assert caught.value.program == "student"
+    assert audit.round(pace(samples=3)).reference.timed == 3  # the reference's processes carry on
     audit.close()
 
 

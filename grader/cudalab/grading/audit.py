@@ -39,16 +39,38 @@ from ..isolation.trees import remove_tree
 MAX_AGE_S = 1800.0
 _START_TIMEOUT_S = 120.0   # an auditor lays its case out twice and measures the copy roof first
 _ANSWER_TIMEOUT_S = 60.0   # attach, detach and dump (a kept sample of a few GB to disk)
-_READY = re.compile(r"ready (\S+) (\d+)")
+_READY = re.compile(r"ready (\S+) (\d+)( signal)?")
 _OFFICIAL_WORDS = {REFERENCE: "the reference program", BLANK: "the reference program's process for blank samples"}
 _AUDITOR_READY = re.compile(r"ready (\S+) (\d+) (\d+) (\S+) (\S+) (\S+)")
 
 
 @dataclass(frozen=True)
 class ProgramPipes:
-    """The grader's ends of a timed program's control pipes."""
+    """The grader's ends of a timed program's control pipes, and its signal page where the
+    program said it answers through one."""
     to_program: int     # write end of the program's --control-in
     from_program: int   # read end of the program's --control-out
+    signal: int | None = None  # the grader's descriptor of the program's --signal page
+
+
+SIGNAL_PAGE_BYTES = 4096  # labkit::SignalPage::kBytes
+
+
+def signal_page() -> tuple[int, int] | None:
+    """A fresh page for one timed program to share with the auditor (labkit/signal_page.hpp:
+    "go" and "done" pass through it without a system call): the grader's descriptor, for the
+    auditor with 'attach', and the program's, for its --signal. None where the system has no
+    memfd (the program then answers over its pipe)."""
+    try:
+        fd = os.memfd_create("cudalab-signal", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):
+        return None
+    try:
+        os.ftruncate(fd, SIGNAL_PAGE_BYTES)
+        return fd, os.dup(fd)
+    except OSError:
+        os.close(fd)
+        return None
 
 
 class _Kept:
@@ -133,9 +155,10 @@ def _ends_by_itself(pid: int | None, wait_s: float = 15.0) -> bool:
     return False
 
 
-def read_ready(from_program: int, case: str, layout_bytes: int, timeout_s: float) -> None:
-    """A timed program's first line, 'ready CASE LAYOUT': it must have laid the case out in
-    the shared arena exactly as the auditor did. ProtocolError (the program's fault) if not."""
+def read_ready(from_program: int, case: str, layout_bytes: int, timeout_s: float) -> bool:
+    """A timed program's first line, 'ready CASE LAYOUT [signal]': it must have laid the case
+    out in the shared arena exactly as the auditor did. ProtocolError (the program's fault) if
+    not. True when it answers through its signal page."""
     line = LineReader(from_program).read_line(timeout_s, what="the program")
     ready = _READY.fullmatch(line)
     if not ready or ready.group(1) != case:
@@ -143,6 +166,7 @@ def read_ready(from_program: int, case: str, layout_bytes: int, timeout_s: float
     if int(ready.group(2)) != layout_bytes:
         raise ProtocolError(f"laid the case out in {ready.group(2)} bytes of the shared memory where the grader's "
                             f"auditor laid it out in {layout_bytes}: its harness is not the official one")
+    return ready.group(3) is not None
 
 
 class AuditServer:
@@ -203,20 +227,28 @@ class AuditServer:
         to_read, to_write = os.pipe()
         from_read, from_write = os.pipe()
         arena = os.dup(self._arena_fd)
+        page = signal_page()
         pipes = ProgramPipes(to_write, from_read)
-        self._officials[name] = (_Kept(self.runner, self.binary, self.program_argv(to_read, from_write, arena),
-                                       (to_read, from_write, arena), name), pipes)
+        argv = self.program_argv(to_read, from_write, arena, page[1] if page else None)
+        self._officials[name] = (_Kept(self.runner, self.binary, argv,
+                                       (to_read, from_write, arena) + ((page[1],) if page else ()), name), pipes)
         try:
-            read_ready(from_read, self.case, self.layout_bytes, _START_TIMEOUT_S)
-            self._attach(name, pipes, "official")
+            if read_ready(from_read, self.case, self.layout_bytes, _START_TIMEOUT_S) and page:
+                self._attach(name, ProgramPipes(to_write, from_read, page[0]), "official")
+            else:
+                self._attach(name, pipes, "official")
         except ProtocolError as err:
             self._fail(f"{_OFFICIAL_WORDS[name]} {err}", culprit=name)
         except (AuditorError, OSError) as err:
             self._fail(f"the auditor failed ({err})")
+        finally:
+            if page:
+                os.close(page[0])  # the auditor and the program hold their own
 
     def _attach(self, name: str, program: ProgramPipes, role: str) -> None:
+        page = [program.signal] if program.signal is not None else []
         socket.send_fds(self._socket, [f"attach {name} {int(self.sample_timeout_s * 1000)} {role}\n".encode()],
-                        [program.to_program, program.from_program])
+                        [program.to_program, program.from_program] + page)
         self.channel.expect(f"attached {name}", _ANSWER_TIMEOUT_S)
 
     def _fail(self, why: str, culprit: str = "auditor") -> None:
@@ -242,9 +274,10 @@ class AuditServer:
         with self._lock:
             self._ensure()
 
-    def program_argv(self, control_in: int, control_out: int, arena_fd: int) -> list[object]:
+    def program_argv(self, control_in: int, control_out: int, arena_fd: int,
+                     signal_fd: int | None = None) -> list[object]:
         """A timed program's command line (the descriptors as it will see them)."""
-        return paced_argv(self.case, control_in, control_out, arena_fd, self.arena_bytes)
+        return paced_argv(self.case, control_in, control_out, arena_fd, self.arena_bytes, signal_fd)
 
     def arena_descriptor(self) -> int:
         """A new descriptor of the shared arena, for one program (pass it, then it is closed)."""

@@ -204,12 +204,14 @@ def kept_bench_samples(run_json: dict | None) -> list[tuple[str, int]]:
     return kept
 
 
-def paced_argv(case: str, control_in: int, control_out: int, arena_fd: int, arena_bytes: int) -> list[object]:
+def paced_argv(case: str, control_in: int, control_out: int, arena_fd: int, arena_bytes: int,
+               signal_fd: int | None = None) -> list[object]:
     """A lab program's arguments for being timed on bench case `case` (timing.py's protocol:
-    'go N' on control_in, 'done N MS' on control_out, the case laid out in the auditor's
-    shared arena)."""
+    'go N' on control_in, 'done N MS' on control_out, or both through the signal page, the
+    case laid out in the auditor's shared arena)."""
+    signal = ["--signal", signal_fd] if signal_fd is not None else []
     return ["--paced", "--bench-case", case, "--json", f"{RUN}/run.json", "--control-in", control_in,
-            "--control-out", control_out, "--arena", arena_fd, "--arena-bytes", arena_bytes]
+            "--control-out", control_out, "--arena", arena_fd, "--arena-bytes", arena_bytes, *signal]
 
 
 def audit_argv(case: str, control: int, slots: int) -> list[object]:
