@@ -28,6 +28,14 @@ def test_how_many_cpus_timing_keeps(toy_config):
     assert cpus.work_cpus(with_cpus(toy_config, 0)) is None
 
 
+def test_kept_samples_checks_run_at_most_one_a_work_cpu(toy_config, monkeypatch):
+    monkeypatch.setattr(cpus, "usable", lambda: frozenset(range(16)))
+    auto = with_cpus(toy_config, -1)  # 10 work CPUs of 16
+    assert [cpus.checks_at_once(auto, n) for n in (0, 1, 4, 10, 72)] == [1, 1, 4, 10, 10]
+    assert cpus.checks_at_once(with_cpus(toy_config, 0), 72) == 16  # no reservation: every CPU works
+    assert cpus.checks_at_once(with_cpus(toy_config, 15), 9) == 1
+
+
 @needs_two
 def test_a_program_started_on_the_work_cpus_keeps_them_and_the_thread_gets_its_own_back(toy_config):
     config = with_cpus(toy_config, 1)

@@ -254,7 +254,8 @@ class GradingSession:
         # the work CPUs (cpus.py), never on those left to timing, and reads only its own dump.
         timing_rounds = scoring.rounds(config.timing_rounds)
         scored_quantile = scoring.quantile(SCORED_QUANTILE)
-        checks = ThreadPoolExecutor(max_workers=timing_rounds * kept, thread_name_prefix="kept-check")
+        checks = ThreadPoolExecutor(max_workers=cpus.checks_at_once(config, timing_rounds * kept),
+                                    thread_name_prefix="kept-check")
         pending: list = []
         dumps: list[tuple[KeptDump, object]] = []  # every kept sample taken, released once checked
         voided: list[dict] = []  # rounds whose reference time was not one the GPU could give

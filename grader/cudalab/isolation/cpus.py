@@ -42,6 +42,15 @@ def timing_cpus(config: Config) -> frozenset[int] | None:
     return None if work is None else usable() - work
 
 
+def checks_at_once(config: Config, wanted: int) -> int:
+    """How many of `wanted` checks (kept samples', each a sandbox of the checker) run at once:
+    at most one a work CPU. More would only queue for those CPUs, and every sandbox's
+    processes count against one limit where no cgroup limits processes (RLIMIT_NPROC of the
+    sandbox's user, which 72 checkers started at once exceeded on an H100 host)."""
+    work = work_cpus(config)
+    return max(1, min(wanted, len(work if work is not None else usable())))
+
+
 def keep_to_work_cpus(config: Config) -> None:
     """The calling thread, and every thread and program it starts from now on, on the work
     CPUs: the grader's own threads (a batch's builders and graders, the checks of kept
