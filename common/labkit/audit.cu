@@ -437,8 +437,9 @@ struct Answer {
     std::chrono::steady_clock::time_point at;
 };
 
-// How long the auditor spins before it sleeps on the program's answer: a spinning reader
-// sees the answer at once, which keeps the sample's end on the grader's clock sharp.
+// How long the auditor spins before it sleeps on the program's answer (on its signal page
+// or its pipe): a spinning reader sees the answer at once, which keeps the sample's end on
+// the grader's clock sharp.
 constexpr int kAnswerSpinUs = 20000;
 
 // A plain name for an attached program (the grader's word for it).

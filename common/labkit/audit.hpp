@@ -5,7 +5,8 @@
 // its threads, its pipes and the harness code linked into it. So the auditor, not the
 // program, does everything a timed sample's honesty depends on. For each sample it fills
 // the inputs from a seed that only it and the grader know, poisons the outputs and makes
-// the L2 cold; tells the program "go N" and waits for "done N MS"; then copies the outputs
+// the L2 cold; tells the program "go N" and waits for "done N MS" (through the signal page the
+// grader shared between them, or as lines on its pipes); then copies the outputs
 // away (the seal). The grader's clock runs from asking the auditor for the sample to the
 // seal's end, so all the program's GPU work falls inside it: the GPU runs one process's
 // work at a time, and the seal cannot start before the program's work has left the GPU.

@@ -332,15 +332,18 @@ int run_bench(Session& s) {
 // that owns the timed case's inputs and outputs in a shared arena. The program maps that
 // arena, lays the case out in it exactly as the auditor did, and then only answers: for
 // every "go N" it calls the implementation once on whatever the arena holds and says
-// "done N MS" (its own event time, which the grader may show but never scores). It learns
+// "done N MS" (its own event time, which the grader may show but never scores), both
+// through the signal page the grader shares between it and the auditor (--signal), or as
+// lines on its pipes without one. It learns
 // no seed, no sample kind and nothing about which samples are kept (docs/architecture.md,
 // "Paced timing"). "go N blank" (only ever sent to the course's reference) times an empty
 // kernel between the events, for the grader's measure of the protocol's own cost: the
 // launch makes the GPU switch its compute engine to this program's context, as any timed
 // call does, so the switch is part of the cost subtracted and never of a call's time.
 
-// How long a program spins on its control pipe before it sleeps: a "go" that comes while
-// it spins is seen at once, which keeps the start of its work on the grader's clock sharp.
+// How long a program spins on its signal page (or its control pipe) before it sleeps: a
+// "go" that comes while it spins is seen at once, which keeps the start of its work on the
+// grader's clock sharp.
 // A round gives each of its three programs a turn every few milliseconds, so the spin
 // outlasts the wait: a program that slept woke about 0.15 ms late in a third to a half of
 // its samples (measured on an H200), and where that share fell in a round moved its

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import itertools
 import math
 import re
 from unittest import mock
@@ -95,9 +96,8 @@ def test_the_detection_table_follows_each_labs_quantile_and_kept_samples():
     from cudalab.grading.timing import SCORED_QUANTILE
     lines = (REPO_ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").splitlines()
     start = lines.index("| lab | `q` | `K (R - 1)` | caught at `f` = `q` |")
-    rows = [[cell.strip() for cell in line.strip("|").split("|")]
-            for line in lines[start + 2:] if line.startswith("|")][:8]
-    rows = rows[:next((i for i, row in enumerate(rows) if len(row) != 4), len(rows))]
+    table = list(itertools.takewhile(lambda line: line.startswith("|"), lines[start + 2:]))
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table]
     specs = {spec.name: spec for spec in (labspec.load(p) for p in sorted((REPO_ROOT / "labs").glob("*/lab.toml")))}
     named = []
     for names, q_text, draws_text, odds_text in rows:
