@@ -416,14 +416,12 @@ public:
     }
     LineChannel& channel() { return channel_; }
     SignalPage* page() { return page_.get(); }
-    std::uint32_t& answered() { return answered_; }  // the ticket of its last answer on the page
     int timeout_ms() const { return timeout_ms_; }
     bool official() const { return official_; }
 
 private:
     LineChannel channel_;
     std::unique_ptr<SignalPage> page_;
-    std::uint32_t answered_ = 0;
     int timeout_ms_;
     bool official_;
 };
@@ -488,13 +486,13 @@ Answer ask_by_line(Program& program, const std::string& n, bool blank) {
 // "go" as a ticket on the program's signal page, and its answer there. Its pipe must stay
 // silent (only the grader's "end" travels on it, the other way): anything on it, or its end,
 // stops the wait.
-Answer ask_by_page(Program& program, const std::string& n, bool blank) {
+Answer ask_by_page(Program& program, std::uint64_t number, const std::string& n, bool blank) {
     LineChannel& to = program.channel();
     SignalPage& page = *program.page();
-    const std::uint64_t number = parse_u64(n, "sample number");
+    const std::uint32_t previous = page.sent();  // on the page as its last answer (checked before 'go')
     const std::uint32_t ticket = page.send_go(number, blank);
     const SignalPage::Wait got =
-        page.wait_done(program.answered(), program.timeout_ms(), kAnswerSpinUs, [&] { return to.has_unasked_input(); });
+        page.wait_done(previous, program.timeout_ms(), kAnswerSpinUs, [&] { return to.has_unasked_input(); });
     Answer a;
     a.at = std::chrono::steady_clock::now();
     a.kind = Answer::Kind::breach;
@@ -509,7 +507,6 @@ Answer ask_by_page(Program& program, const std::string& n, bool blank) {
         return a;
     }
     const SignalPage::Done done = page.done();
-    program.answered() = done.ticket;
     if (done.ticket != ticket || done.number != number || !std::isfinite(done.ms) || done.ms < 0) {
         a.what = "answered 'go " + n + "' through its signal page with sample " + std::to_string(done.number) +
                  ", ticket " + std::to_string(done.ticket) + " and " + number_text(done.ms) + " ms instead of sample " +
@@ -574,7 +571,7 @@ int run_auditor(const Problem& problem, const MakeDeviceRun& make_run, const Cas
             say("staged");
         } else if (verb == "sample" && w.size() == 5) {
             const std::string& n = w[1];
-            (void)parse_u64(n, "sample number");
+            const std::uint64_t number = parse_u64(n, "sample number");
             const std::string& name = w[2];
             const std::string& kind = w[3];
             const int slot = std::stoi(w[4]);
@@ -604,7 +601,7 @@ int run_auditor(const Problem& problem, const MakeDeviceRun& make_run, const Cas
                 else breach("wrote '" + said + "' before it was asked for anything");
                 continue;
             }
-            if (program.page() != nullptr && program.page()->done().ticket != program.answered()) {
+            if (program.page() != nullptr && program.page()->done().ticket != program.page()->sent()) {
                 breach("wrote an answer on its signal page before it was asked for anything");
                 continue;
             }
@@ -614,7 +611,7 @@ int run_auditor(const Problem& problem, const MakeDeviceRun& make_run, const Cas
             const auto prepare_from = std::chrono::steady_clock::now();
             audit.prepare();
             const auto go_at = std::chrono::steady_clock::now();
-            const Answer answer = program.page() != nullptr ? ask_by_page(program, n, kind == "blank")
+            const Answer answer = program.page() != nullptr ? ask_by_page(program, number, n, kind == "blank")
                                                             : ask_by_line(program, n, kind == "blank");
             if (answer.kind == Answer::Kind::closed) {
                 closed();

@@ -50,12 +50,17 @@ public:
     // ---- the auditor's side --------------------------------------------------------------
     // Asks for sample `number` (a new ticket); wakes the program if it said it sleeps.
     std::uint32_t send_go(std::uint64_t number, bool blank);
+    // The last ticket this side sent (0 before the first): once the program has answered
+    // it, the page's answer carries it; an answer with another ticket before the next
+    // "go" was written unasked.
+    std::uint32_t sent() const { return sent_; }
     // The program's latest answer as it stands (its ticket is 0 before the first).
     Done done() const;
-    // Waits for an answer with ticket `ticket`: spins for `spin_us`, then sleeps a
-    // millisecond at a time, until `timeout_ms` (< 0: for ever). `stop` is asked every few
-    // microseconds while spinning and after every sleep; true ends the wait (a closed pipe).
-    Wait wait_done(std::uint32_t ticket, int timeout_ms, int spin_us, const std::function<bool()>& stop);
+    // Waits for the answer's ticket to change from `previous` (the one on the page before
+    // "go"): spins for `spin_us`, then sleeps a millisecond at a time, until `timeout_ms`
+    // (< 0: for ever). `stop` is asked every few microseconds while spinning and after every
+    // sleep; true ends the wait (a closed pipe).
+    Wait wait_done(std::uint32_t previous, int timeout_ms, int spin_us, const std::function<bool()>& stop);
 
     // ---- the program's side --------------------------------------------------------------
     // Waits for a ticket other than `last`, the same way as wait_done.
