@@ -17,7 +17,7 @@ import pytest
 
 from cudalab.isolation import gpu
 from cudalab.lab import labs
-from cudalab.grading.audit import AuditServer, ProgramPipes, read_ready, signal_page
+from cudalab.grading.audit import AuditServer
 from cudalab.errors import GraderError
 from cudalab.isolation.runner import Runner
 from cudalab.grading.timing import Pace, ProtocolError, send_line
@@ -55,27 +55,20 @@ def processes(runner: Runner, flag: str) -> list[str]:
 def timed_program(audit: AuditServer, binary: Path, session: Pace) -> dict:
     """One session of `binary` as a grade times a submission: a fresh process laid out in the
     auditor's arena; returns its run JSON (with every line it was sent)."""
-    to_read, to_write = os.pipe()
-    from_read, from_write = os.pipe()
-    arena = audit.arena_descriptor()
-    ours, theirs = signal_page()
+    start = audit.program_start()
     outcome = {}
 
     def talk():
         try:
-            signals = read_ready(from_read, "b_1000", audit.layout_bytes, 5.0)
-            outcome["run"] = audit.round(session, ProgramPipes(to_write, from_read, ours if signals else None))
-            send_line(to_write, "end")
+            outcome["run"] = audit.round(session, start.ready(5.0))
+            send_line(start.to_program, "end")
             return True
         except ProtocolError as err:
             outcome["breach"] = err
             return False
         finally:
-            os.close(to_write)
-            os.close(from_read)
-            os.close(ours)
-    _, folder = audit.runner.run(binary, audit.program_argv(to_read, from_write, arena, theirs),
-                                 pass_fds=(to_read, from_write, arena, theirs), during=talk)
+            start.close()
+    _, folder = audit.runner.run(binary, start.argv, pass_fds=start.pass_fds, during=talk)
     if "breach" in outcome:
         raise outcome["breach"]
     said = json.loads((folder / "run.json").read_text())

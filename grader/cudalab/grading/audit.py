@@ -169,6 +169,45 @@ def read_ready(from_program: int, case: str, layout_bytes: int, timeout_s: float
     return ready.group(3) is not None
 
 
+class ProgramStart:
+    """What one timed program is started with beside the auditor (AuditServer.program_start):
+    `argv` and `pass_fds` (its two control pipes, a descriptor of the shared arena and its
+    signal page, under the same numbers; the sandbox closes the grader's copies once the
+    program holds them), and the grader's ends of its pipes and page."""
+
+    def __init__(self, case: str, layout_bytes: int, arena_bytes: int, arena_fd: int):
+        self.case, self.layout_bytes = case, layout_bytes
+        to_read, self.to_program = os.pipe()
+        self.from_program, from_write = os.pipe()
+        page = signal_page()
+        self.page = page[0] if page else None
+        theirs = page[1] if page else None
+        self.argv = paced_argv(case, to_read, from_write, arena_fd, arena_bytes, theirs)
+        self.pass_fds = (to_read, from_write, arena_fd) + ((theirs,) if page else ())
+
+    def ready(self, timeout_s: float) -> ProgramPipes:
+        """Reads the program's ready line (read_ready: ProtocolError if it is wrong) and
+        returns the grader's ends to attach, with its page where it said it answers there."""
+        signals = read_ready(self.from_program, self.case, self.layout_bytes, timeout_s)
+        return ProgramPipes(self.to_program, self.from_program, self.page if signals else None)
+
+    def pipes(self) -> ProgramPipes:
+        """The grader's ends of its pipes, without its page (a program that never said ready)."""
+        return ProgramPipes(self.to_program, self.from_program)
+
+    def close_page(self) -> None:
+        """Closes the grader's descriptor of its page: the auditor and the program hold their own."""
+        if self.page is not None:
+            os.close(self.page)
+            self.page = None
+
+    def close(self) -> None:
+        """Closes every end the grader holds (after the program's session)."""
+        os.close(self.to_program)
+        os.close(self.from_program)
+        self.close_page()
+
+
 class AuditServer:
     """The auditor of the lab's timing case and its reference program, on the GPU that
     `runner` runs on, for as many sessions as its owner asks for."""
@@ -224,26 +263,16 @@ class AuditServer:
             self._start_official(name)
 
     def _start_official(self, name: str) -> None:
-        to_read, to_write = os.pipe()
-        from_read, from_write = os.pipe()
-        arena = os.dup(self._arena_fd)
-        page = signal_page()
-        pipes = ProgramPipes(to_write, from_read)
-        argv = self.program_argv(to_read, from_write, arena, page[1] if page else None)
-        self._officials[name] = (_Kept(self.runner, self.binary, argv,
-                                       (to_read, from_write, arena) + ((page[1],) if page else ()), name), pipes)
+        start = self._program_start(os.dup(self._arena_fd))
+        self._officials[name] = (_Kept(self.runner, self.binary, start.argv, start.pass_fds, name), start.pipes())
         try:
-            if read_ready(from_read, self.case, self.layout_bytes, _START_TIMEOUT_S) and page:
-                self._attach(name, ProgramPipes(to_write, from_read, page[0]), "official")
-            else:
-                self._attach(name, pipes, "official")
+            self._attach(name, start.ready(_START_TIMEOUT_S), "official")
         except ProtocolError as err:
             self._fail(f"{_OFFICIAL_WORDS[name]} {err}", culprit=name)
         except (AuditorError, OSError) as err:
             self._fail(f"the auditor failed ({err})")
         finally:
-            if page:
-                os.close(page[0])  # the auditor and the program hold their own
+            start.close_page()
 
     def _attach(self, name: str, program: ProgramPipes, role: str) -> None:
         page = [program.signal] if program.signal is not None else []
@@ -274,16 +303,15 @@ class AuditServer:
         with self._lock:
             self._ensure()
 
-    def program_argv(self, control_in: int, control_out: int, arena_fd: int,
-                     signal_fd: int | None = None) -> list[object]:
-        """A timed program's command line (the descriptors as it will see them)."""
-        return paced_argv(self.case, control_in, control_out, arena_fd, self.arena_bytes, signal_fd)
+    def _program_start(self, arena_fd: int) -> ProgramStart:
+        return ProgramStart(self.case, self.layout_bytes, self.arena_bytes, arena_fd)
 
-    def arena_descriptor(self) -> int:
-        """A new descriptor of the shared arena, for one program (pass it, then it is closed)."""
+    def program_start(self) -> ProgramStart:
+        """What a submission's timed program is started with, in this server's arena (which
+        starts the auditor and the reference first where needed)."""
         with self._lock:
             self._ensure()
-            return os.dup(self._arena_fd)
+            return self._program_start(os.dup(self._arena_fd))
 
     # -- what its owners call ---------------------------------------------------------------
     def round(self, pace: Pace, student: ProgramPipes | None = None) -> SessionRun:

@@ -26,7 +26,7 @@ from ..exit_codes import Harness
 from ..lab.labspec import LabSpec
 from ..isolation.runner import RUN, Runner, failure_reason, fresh_dir, read_untrusted_json, scratch_dir, why_nothing_ran
 from ..isolation.sandbox import ProcessResult, Sandbox, run_limits
-from .audit import AuditServer, KeptDump, ProgramPipes, read_ready, signal_page
+from .audit import AuditServer, KeptDump
 from .scoring import case_points, score as compute_score, zero as zero_score
 from ..status import Status
 from .timing import (REFERENCE_FLOOR_FRACTION, SCORED_QUANTILE, ChannelClosed, Pace, ProtocolError, RoundClock,
@@ -191,21 +191,17 @@ class GradingSession:
         its steps took (audit_start, program_start, session)."""
         seconds = {} if seconds is None else seconds
         case = self.spec.scoring.timing_case
-        to_child_read, to_child_write = os.pipe()
-        from_child_read, from_child_write = os.pipe()
         with _seconds(seconds, "audit_start"):
-            arena = server.arena_descriptor()  # (starts the auditor and the reference first where needed)
-        page = signal_page()
+            start = server.program_start()  # (starts the auditor and the reference first where needed)
         outcome: dict = {}
 
         def talk() -> bool:
             try:
                 with _seconds(seconds, "program_start"):
-                    signals = read_ready(from_child_read, case, server.layout_bytes, self.config.sample_timeout_s)
-                pipes = ProgramPipes(to_child_write, from_child_read, page[0] if page and signals else None)
+                    pipes = start.ready(self.config.sample_timeout_s)
                 with _seconds(seconds, "session"):
                     outcome["run"] = server.round(pace, pipes)
-                send_line(to_child_write, "end")  # it writes its run JSON and exits
+                send_line(start.to_program, "end")  # it writes its run JSON and exits
                 return True
             except ChannelClosed:  # the program ended by itself: its exit says why
                 return True
@@ -216,15 +212,10 @@ class GradingSession:
                 outcome["grader"] = err
                 return False
             finally:
-                os.close(from_child_read)
-                os.close(to_child_write)
-                if page:
-                    os.close(page[0])
+                start.close()
 
         with cpus.on_timing_cpus(self.config):  # beside the auditor, away from builds and checks
-            result, folder = self.runner.run(
-                self.submission, server.program_argv(to_child_read, from_child_write, arena, page[1] if page else None),
-                pass_fds=(to_child_read, from_child_write, arena) + ((page[1],) if page else ()), during=talk)
+            result, folder = self.runner.run(self.submission, start.argv, pass_fds=start.pass_fds, during=talk)
         self._discard(folder)
         if "grader" in outcome:
             raise outcome["grader"]
