@@ -84,9 +84,10 @@ def test_grades_sharing_a_gpu_in_words_are_the_gpu_slots():
 
 def test_the_labs_that_keep_other_numbers_of_samples_are_named_with_their_number():
     text = prose("docs/architecture.md")
-    match = re.search(r"`kept_samples`: (\d+), (\w+) (\d+)\)", text)
+    match = re.search(r"`kept_samples`: (\d+)((?:, \w+ \d+)+)\)", text)
     assert match and int(match[1]) == DEFAULTS["kept_samples"]
-    assert lab_kept_samples() == {match[2]: int(match[3])}
+    named = {lab: int(kept) for lab, kept in re.findall(r", (\w+) (\d+)", match[2])}
+    assert lab_kept_samples() == named
 
 
 def test_the_detection_table_follows_each_labs_quantile_and_kept_samples():
