@@ -102,7 +102,7 @@ def main() -> int:
             mine = ", ".join(f"{e:.4f}" for e in clock.get("student_rounds_ms", []))
             print(f"    grader's clock: reference {clock['reference_ms']:.4f} ms per call (rounds [{rounds}], agree "
                   f"within {100 * clock['reference_agreement']:.2f}%), submission {clock['student_ms']:.4f} ms "
-                  f"(rounds [{mine}]); protocol cost (the reference's blanks) {clock['blank_ms']:.4f} ms; "
+                  f"(rounds [{mine}]); protocol cost (the reference's processes) {clock['protocol_ms']:.4f} ms; "
                   f"floor {clock['floor_ms']:.4f} ms; the program said {clock['student_reported_ms']} ms; "
                   f"{perf.get('samples')} timed samples per session")
     if (out / "suite.txt").exists():

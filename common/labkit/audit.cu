@@ -398,7 +398,7 @@ std::optional<double> parse_ms(const std::string& text) {
 
 // A program being timed, as the grader attached it: its pipes, read and written here only,
 // its signal page when it answers through one, and whether it is official (the course's
-// reference: blank samples too) or a submission (never a blank, which it could tell apart).
+// reference, whose samples are never kept) or a submission.
 class Program {
 public:
     Program(int to_program, int from_program, int signal_fd, int timeout_ms, bool official)
@@ -451,10 +451,10 @@ std::string no_answer_within(const Program& program, const std::string& n) {
 }
 
 // "go N" over the program's pipe, and its "done N MS" line.
-Answer ask_by_line(Program& program, const std::string& n, bool blank) {
+Answer ask_by_line(Program& program, const std::string& n) {
     LineChannel& to = program.channel();
     Answer a;
-    if (!to.write_line(blank ? "go " + n + " blank" : "go " + n)) {
+    if (!to.write_line("go " + n)) {
         a.kind = Answer::Kind::closed;
         return a;
     }
@@ -486,11 +486,11 @@ Answer ask_by_line(Program& program, const std::string& n, bool blank) {
 // "go" as a ticket on the program's signal page, and its answer there. Its pipe must stay
 // silent (only the grader's "end" travels on it, the other way): anything on it, or its end,
 // stops the wait.
-Answer ask_by_page(Program& program, std::uint64_t number, const std::string& n, bool blank) {
+Answer ask_by_page(Program& program, std::uint64_t number, const std::string& n) {
     LineChannel& to = program.channel();
     SignalPage& page = *program.page();
     const std::uint32_t previous = page.sent();  // on the page as its last answer (checked before 'go')
-    const std::uint32_t ticket = page.send_go(number, blank);
+    const std::uint32_t ticket = page.send_go(number);
     const SignalPage::Wait got =
         page.wait_done(previous, program.timeout_ms(), kAnswerSpinUs, [&] { return to.has_unasked_input(); });
     Answer a;
@@ -569,19 +569,16 @@ int run_auditor(const Problem& problem, const MakeDeviceRun& make_run, const Cas
             audit.stage(parse_u64(w[1], "stage seed"));
             staged = true;
             say("staged");
-        } else if (verb == "sample" && w.size() == 5) {
+        } else if (verb == "sample" && w.size() == 4) {
             const std::string& n = w[1];
             const std::uint64_t number = parse_u64(n, "sample number");
             const std::string& name = w[2];
-            const std::string& kind = w[3];
-            const int slot = std::stoi(w[4]);
+            const int slot = std::stoi(w[3]);
             const auto found = programs.find(name);
             if (found == programs.end()) throw UsageError("'sample' for '" + quote_for_message(name) + "', not attached");
             Program& program = *found->second;
-            if ((kind != "timed" && kind != "blank") || (kind == "blank" && !program.official()))
-                throw UsageError("a '" + quote_for_message(kind) + "' sample for " + name + ": blanks are for official programs");
             if (slot < -1 || slot >= audit.slots() || (slot >= 0 && program.official()))
-                throw UsageError("no slot " + w[4] + " for " + name);
+                throw UsageError("no slot " + w[3] + " for " + name);
             if (!staged) throw UsageError("'sample' before 'stage'");
             staged = false;
             ++samples;
@@ -611,8 +608,7 @@ int run_auditor(const Problem& problem, const MakeDeviceRun& make_run, const Cas
             const auto prepare_from = std::chrono::steady_clock::now();
             audit.prepare();
             const auto go_at = std::chrono::steady_clock::now();
-            const Answer answer = program.page() != nullptr ? ask_by_page(program, number, n, kind == "blank")
-                                                            : ask_by_line(program, n, kind == "blank");
+            const Answer answer = program.page() != nullptr ? ask_by_page(program, number, n) : ask_by_line(program, n);
             if (answer.kind == Answer::Kind::closed) {
                 closed();
                 continue;
@@ -636,10 +632,6 @@ int run_auditor(const Problem& problem, const MakeDeviceRun& make_run, const Cas
             };
             say("sealed " + n + " " + number_text(answer.ms) + " " + ns(go_at - prepare_from) + " " +
                 ns(answered_at - go_at) + " " + ns(sealed_at - answered_at));
-            if (kind == "blank") {  // nothing to verify: its outputs are the poison
-                say("verified " + n);
-                continue;
-            }
             // Every timed sample is verified, the reference's too: the work and the pause
             // after a sample are then the same for the reference and the submission, so each
             // is as often the one after it. Verifying only the submission's put that pause

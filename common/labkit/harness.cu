@@ -332,14 +332,12 @@ int run_bench(Session& s) {
 // that owns the timed case's inputs and outputs in a shared arena. The program maps that
 // arena, lays the case out in it exactly as the auditor did, and then only answers: for
 // every "go N" it calls the implementation once on whatever the arena holds and says
-// "done N MS" (its own event time, which the grader may show but never scores), both
-// through the signal page the grader shares between it and the auditor (--signal), or as
-// lines on its pipes without one. It learns
-// no seed, no sample kind and nothing about which samples are kept (docs/architecture.md,
-// "Paced timing"). "go N blank" (only ever sent to the course's reference) times an empty
-// kernel between the events, for the grader's measure of the protocol's own cost: the
-// launch makes the GPU switch its compute engine to this program's context, as any timed
-// call does, so the switch is part of the cost subtracted and never of a call's time.
+// "done N MS" (its own event time: a submission's is shown, never scored), both through
+// the signal page the grader shares between it and the auditor (--signal), or as lines on
+// its pipes without one. It learns no seed and nothing about which samples are kept
+// (docs/architecture.md, "Paced timing"). The course's reference runs this same code in
+// two processes of its own, whose event times (official there) measure the protocol's cost
+// beside their windows.
 
 // How long a program spins on its signal page (or its control pipe) before it sleeps: a
 // "go" that comes while it spins is seen at once, which keeps the start of its work on the
@@ -350,8 +348,6 @@ int run_bench(Session& s) {
 // median by as much as a whole 0.2 ms call. The CPUs left to timing (cpus.py) hold the
 // spinning programs, the auditor and the grader's clock.
 constexpr int kGoSpinUs = 20000;
-
-__global__ void blank_sample_kernel() {}
 
 int run_paced(Session& s) {
     std::signal(SIGPIPE, SIG_IGN);
@@ -382,10 +378,9 @@ int run_paced(Session& s) {
     const double clock_before = measure_sm_clock_mhz();
     // One call timed between the events; returns its event time. Launch errors and faults
     // are thrown before the answer, so that the grader hears of them as they are.
-    auto call = [&](bool blank) {
+    auto call = [&] {
         LABKIT_CHECK(cudaEventRecord(start));
-        if (blank) blank_sample_kernel<<<1, 1>>>();
-        else run_code_under_test(c->run());
+        run_code_under_test(c->run());
         LABKIT_CHECK_LAUNCH();
         LABKIT_CHECK(cudaEventRecord(stop));
         // Polled, not waited for: a blocking wait can put the thread to sleep and wake it
@@ -396,7 +391,7 @@ int run_paced(Session& s) {
         LABKIT_CHECK(state);
         float ms = 0.0f;
         LABKIT_CHECK(cudaEventElapsedTime(&ms, start, stop));
-        if (!blank) event_ms.push_back(ms);
+        event_ms.push_back(ms);
         return static_cast<double>(ms);
     };
     // A line the grader sent: "end", or whatever else it is, an error.
@@ -413,7 +408,7 @@ int run_paced(Session& s) {
             if (page->wait_go(go.ticket, -1, kGoSpinUs, grader_spoke, go) != SignalPage::Wait::arrived) {
                 if (ends(control.read_line(-1), "'end': 'go' comes through the signal page")) break;
             }
-            const double ms = call(go.blank);
+            const double ms = call();
             page->send_done(go, ms);
             LABKIT_CHECK(cudaDeviceSynchronize());  // after the answer: the auditor's seal waits for the GPU anyway
         }
@@ -421,10 +416,10 @@ int run_paced(Session& s) {
         for (;;) {
             const LineChannel::Read got = control.read_line(-1, kGoSpinUs);
             const auto w = got.status == LineChannel::Status::line ? split_words(got.line) : std::vector<std::string>{};
-            if (w.size() < 2 || w.size() > 3 || w[0] != "go" || (w.size() == 3 && w[2] != "blank")) {
+            if (w.size() != 2 || w[0] != "go") {
                 if (ends(got, "'go N' or 'end'")) break;
             }
-            const double ms = call(w.size() == 3);
+            const double ms = call();
             LABKIT_CHECK(cudaDeviceSynchronize());
             if (!control.write_line("done " + w[1] + " " + std::to_string(ms)))
                 throw UsageError("the grader closed the control channel in the middle of a sample");

@@ -21,7 +21,6 @@ namespace labkit {
 // side that writes the other one. The futex words are 32 bits, as futexes are.
 struct SignalPage::Words {
     alignas(64) std::atomic<std::uint64_t> go_number;
-    std::atomic<std::uint32_t> go_blank;
     std::atomic<std::uint32_t> go_ticket;  // the auditor's; 0 until the first "go"
     alignas(64) std::atomic<std::uint32_t> program_sleeps;
     alignas(64) std::atomic<std::uint64_t> done_number;
@@ -106,8 +105,8 @@ SignalPage::SignalPage(int fd) {
     if (at == MAP_FAILED) throw std::runtime_error(std::string("signal page: mmap failed: ") + std::strerror(errno));
     static_assert(sizeof(Words) <= kBytes);
     // The layout is part of the protocol (the grader's CPU tests speak it from Python).
-    static_assert(offsetof(Words, go_number) == 0 && offsetof(Words, go_blank) == 8 &&
-                  offsetof(Words, go_ticket) == 12 && offsetof(Words, program_sleeps) == 64 &&
+    static_assert(offsetof(Words, go_number) == 0 && offsetof(Words, go_ticket) == 8 &&
+                  offsetof(Words, program_sleeps) == 64 &&
                   offsetof(Words, done_number) == 128 && offsetof(Words, done_ms_bits) == 136 &&
                   offsetof(Words, done_ticket) == 144 && offsetof(Words, auditor_sleeps) == 192);
     words_ = static_cast<Words*>(at);  // a fresh memfd is zeros: every word starts at 0
@@ -117,13 +116,12 @@ SignalPage::~SignalPage() {
     if (words_ != nullptr) ::munmap(words_, kBytes);
 }
 
-std::uint32_t SignalPage::send_go(std::uint64_t number, bool blank) {
+std::uint32_t SignalPage::send_go(std::uint64_t number) {
     Words& w = *words_;
     // The ticket counts on from this side's own last one, never from the page, which the
     // program can write as well.
     const std::uint32_t ticket = ++sent_ == 0 ? ++sent_ : sent_;
     w.go_number.store(number, std::memory_order_relaxed);
-    w.go_blank.store(blank ? 1 : 0, std::memory_order_relaxed);
     w.go_ticket.store(ticket, std::memory_order_seq_cst);
     if (w.program_sleeps.load(std::memory_order_seq_cst) != 0) futex_wake(w.go_ticket);
     return ticket;
@@ -149,7 +147,6 @@ SignalPage::Wait SignalPage::wait_go(std::uint32_t last, int timeout_ms, int spi
     if (got == Wait::arrived) {
         go.ticket = words_->go_ticket.load(std::memory_order_acquire);
         go.number = words_->go_number.load(std::memory_order_relaxed);
-        go.blank = words_->go_blank.load(std::memory_order_relaxed) != 0;
     }
     return got;
 }

@@ -38,7 +38,6 @@ public:
     struct Go {
         std::uint32_t ticket = 0;
         std::uint64_t number = 0;
-        bool blank = false;
     };
     struct Done {
         std::uint32_t ticket = 0;
@@ -49,7 +48,7 @@ public:
 
     // ---- the auditor's side --------------------------------------------------------------
     // Asks for sample `number` (a new ticket); wakes the program if it said it sleeps.
-    std::uint32_t send_go(std::uint64_t number, bool blank);
+    std::uint32_t send_go(std::uint64_t number);
     // The last ticket this side sent (0 before the first): once the program has answered
     // it, the page's answer carries it; an answer with another ticket before the next
     // "go" was written unasked.

@@ -37,25 +37,25 @@ TEST_CASE("test_signal_page_carries_go_and_done_between_two_processes") {
     Memfd memfd;
     const pid_t child = ::fork();
     REQUIRE(child >= 0);
-    if (child == 0) {  // the program: answers three samples, the second a blank, then leaves
+    if (child == 0) {  // the program: answers three samples, then leaves
         SignalPage page(memfd.fd);
         SignalPage::Go go;
         for (int i = 0; i < 3; ++i) {
             if (page.wait_go(go.ticket, 5000, 1000, nullptr, go) != SignalPage::Wait::arrived) ::_exit(2);
-            page.send_done(go, go.blank ? 0.001 : 0.5 + static_cast<double>(go.number));
+            page.send_done(go, 0.5 + static_cast<double>(go.number));
         }
         ::_exit(0);
     }
     SignalPage page(memfd.fd);
     std::uint32_t answered = 0;
     for (std::uint64_t n : {40u, 41u, 42u}) {
-        const std::uint32_t ticket = page.send_go(n, n == 41);
+        const std::uint32_t ticket = page.send_go(n);
         REQUIRE(page.wait_done(answered, 5000, 20000, nullptr) == SignalPage::Wait::arrived);
         const SignalPage::Done done = page.done();
         answered = done.ticket;
         CHECK(done.ticket == ticket);
         CHECK(done.number == n);
-        CHECK(done.ms == doctest::Approx(n == 41 ? 0.001 : 0.5 + static_cast<double>(n)));
+        CHECK(done.ms == doctest::Approx(0.5 + static_cast<double>(n)));
     }
     int status = 0;
     REQUIRE(::waitpid(child, &status, 0) == child);
@@ -76,7 +76,7 @@ TEST_CASE("test_signal_page_reaches_a_side_that_sleeps") {
         program.send_done(go, 1.25);
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(30));
-    const std::uint32_t ticket = auditor.send_go(7, false);
+    const std::uint32_t ticket = auditor.send_go(7);
     const auto asked = Clock::now();
     REQUIRE(auditor.wait_done(0, 5000, 0, nullptr) == SignalPage::Wait::arrived);
     t.join();
@@ -105,7 +105,7 @@ TEST_CASE("test_signal_page_shows_an_answer_that_is_not_the_one_asked") {
     // own, reaches the auditor as it was written, for the auditor to call a breach.
     Memfd memfd;
     SignalPage auditor(memfd.fd), program(memfd.fd);
-    const std::uint32_t ticket = auditor.send_go(9, false);
+    const std::uint32_t ticket = auditor.send_go(9);
     SignalPage::Go made_up;
     made_up.ticket = ticket + 5;
     made_up.number = 8;
@@ -115,7 +115,7 @@ TEST_CASE("test_signal_page_shows_an_answer_that_is_not_the_one_asked") {
     CHECK(auditor.done().number == 8);
     CHECK(auditor.done().ms == -1.0);
     // Its tickets are the auditor's own count: the next is the one after, whatever the page says.
-    CHECK(auditor.send_go(10, false) == ticket + 1);
+    CHECK(auditor.send_go(10) == ticket + 1);
 }
 
 TEST_CASE("test_signal_page_refuses_a_descriptor_too_small") {

@@ -75,13 +75,12 @@ class Config:
                                 "agreed within 0.15 % at 20 samples as at 30). A lab may ask for more "
                                 "([scoring] timing_samples_min: matmul, 30).")
     samples_max: int = _setting(20000, "Most timed samples in one paced timing run.")
-    timing_target_s: float = _setting(0.25, "How long the reference's timed samples of one session "
-                                      "take on the grader's clock (as many blank samples come on "
-                                      "top); the submission then gets as many samples. The median of "
-                                      "many samples keeps each round's estimate steady: with three "
-                                      "rounds, regrades of the same code agree within 1% for calls "
-                                      "longer than about 0.3 ms, and within 2 to 3% for calls of 0.1 "
-                                      "to 0.27 ms (docs/architecture.md, 'Grading timing').")
+    timing_target_s: float = _setting(0.25, "How long the timed samples of the reference's first "
+                                      "process in one session take on the grader's clock (its second "
+                                      "process and the submission then get as many samples). With "
+                                      "three rounds, regrades of the same code agree within 1% for "
+                                      "calls longer than about 0.3 ms; labs of shorter calls ask for "
+                                      "more, shorter rounds (docs/architecture.md, 'Grading timing').")
     gpu_slots: int = _setting(3, "Grades of a batch that share each GPU, taking turns on it "
                               "(gpu.exclusive): while one is timed, the others do their CPU work.")
     timing_cpus: int = _setting(-1, "CPUs kept free for timing: builds and checkers run on the "

@@ -58,7 +58,7 @@ def _line(fd, buffer, timeout_s=None):
 
 # The signal page (labkit/signal_page.hpp): the offsets of its words. The fakes poll it
 # instead of sleeping on its futexes, and say nothing of sleeping.
-GO_NUMBER, GO_BLANK, GO_TICKET, DONE_NUMBER, DONE_MS, DONE_TICKET = 0, 8, 12, 128, 136, 144
+GO_NUMBER, GO_TICKET, DONE_NUMBER, DONE_MS, DONE_TICKET = 0, 8, 128, 136, 144
 
 
 def _page(fd):
@@ -103,25 +103,24 @@ def paced(a, run):
                     break
             if line is None:
                 ticket = _word(page, GO_TICKET)
-                line = f"go {_word(page, GO_NUMBER, '<Q')}" + (" blank" if _word(page, GO_BLANK) else "")
+                line = f"go {_word(page, GO_NUMBER, '<Q')}"
         seen.append(line)
         if line is None or line == "end":
             break
         words = line.split()
-        number, blank = int(words[1]), len(words) == 3
+        number = int(words[1])
         gos += 1
         if B.get("paced_crash_at") == gos:  # dies in the middle of its timed runs
             os.kill(os.getpid(), signal.SIGSEGV)
-        if not blank:
-            time.sleep(B.get("sample_ms", 1.0) / 1000.0)
-            given = os.pread(a.arena, REGION, INPUT).split(b"\n", 1)[0].decode()
-            skip = B.get("skip_after") is not None and len(timed) >= B["skip_after"]
-            if not skip:
-                text = "poison" if B.get("bench_wrong") else given
-                os.pwrite(a.arena, (text + "\n").encode().ljust(REGION, b"\0"), OUTPUT)
-            if B.get("change_inputs"):
-                os.pwrite(a.arena, b"0:changed\n", INPUT)
-            timed.append(B.get("report_ms", B.get("sample_ms", 1.0)))
+        time.sleep(B.get("sample_ms", 1.0) / 1000.0)
+        given = os.pread(a.arena, REGION, INPUT).split(b"\n", 1)[0].decode()
+        skip = B.get("skip_after") is not None and len(timed) >= B["skip_after"]
+        if not skip:
+            text = "poison" if B.get("bench_wrong") else given
+            os.pwrite(a.arena, (text + "\n").encode().ljust(REGION, b"\0"), OUTPUT)
+        if B.get("change_inputs"):
+            os.pwrite(a.arena, b"0:changed\n", INPUT)
+        timed.append(B.get("report_ms", B.get("sample_ms", 1.0)))
         if B.get("bad_reply"):  # a program that does not follow the protocol
             _say(a.control_out, B["bad_reply"])
             continue
@@ -199,7 +198,7 @@ def audit(a, run):
             dump_path(folder, case).write_bytes(slots[int(words[2])].rstrip(b"\0"))
             answer(f"dumped {words[1]}")
         elif words[0] == "sample":
-            n, name, kind, slot = words[1], words[2], words[3], int(words[4])
+            n, name, slot = words[1], words[2], int(words[3])
             program, seed = programs[name], staged
             buffer = program["buffer"]
             readable = bool(select.select([program["from"]], [], [], 0)[0])
@@ -222,7 +221,6 @@ def audit(a, run):
                     continue
                 program["ticket"] += 1
                 _word(page, GO_NUMBER, "<Q", int(n))
-                _word(page, GO_BLANK, value=int(kind == "blank"))
                 _word(page, GO_TICKET, value=program["ticket"])
                 deadline, got = time.monotonic() + program["timeout_s"], None
                 while _word(page, DONE_TICKET) == program["answered"]:
@@ -238,7 +236,7 @@ def audit(a, run):
                            if said is None else f"breach {n} {name} wrote {said!r} on its control pipe")
                     drop(name)
                     continue
-            elif not _say(program["to"], f"go {n} blank" if kind == "blank" else f"go {n}"):
+            elif not _say(program["to"], f"go {n}"):
                 answer(f"closed {n} {name}")
                 drop(name)
                 continue
@@ -264,7 +262,7 @@ def audit(a, run):
             slots[slot] = os.pread(arena, REGION, OUTPUT)
             sealed_at = time.perf_counter_ns()
             answer(f"sealed {n} {done.group(2)} {go_at - prepare_from} {answered_at - go_at} {sealed_at - answered_at}")
-            if kind == "blank" or program["official"]:
+            if program["official"]:
                 answer(f"verified {n}")
                 continue
             given = os.pread(arena, REGION, INPUT).rstrip(b"\0").decode(errors="replace")

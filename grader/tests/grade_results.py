@@ -66,7 +66,7 @@ def clock(student_ms: float, ratio: float, **changes) -> dict:
     """What the grader's clock said of a grade (timing.ClockScore.to_json)."""
     measured = {"reference_ms": 0.27, "reference_rounds_ms": [0.272, 0.2725, 0.2708], "reference_agreement": 0.0063,
                 "student_ms": student_ms, "student_rounds_ms": [student_ms] * 3, "student_reported_ms": 0.01,
-                "blank_ms": 0.98, "ratio": ratio, "floor_ms": 0.2678, "below_floor": False, "message": ""}
+                "protocol_ms": 0.98, "ratio": ratio, "floor_ms": 0.2678, "below_floor": False, "message": ""}
     measured.update(changes)
     return measured
 

@@ -21,7 +21,7 @@ FLOOR = Floor(floor_ms=0.2, copy_gbps=3000.0, fp32_tflops=60.0)
 
 
 def rounds(reference: list[float], student: list[float], reported: float | None = None) -> list[RoundClock]:
-    return [RoundClock(reference_ms=r, student_ms=s, blank_ms=0.4, student_reported_ms=reported)
+    return [RoundClock(reference_ms=r, student_ms=s, protocol_ms=0.4, student_reported_ms=reported)
             for r, s in zip(reference, student)]
 
 
@@ -60,7 +60,7 @@ def test_the_reference_agreement_is_reported():
     scored = score_clock(rounds([1.00, 1.10, 1.01], [2.0, 2.0, 2.0]), FLOOR, 0.8)
     assert scored.reference_ms == pytest.approx(1.01)
     assert scored.reference_agreement == pytest.approx(0.10 / 1.01)
-    assert scored.blank_ms == 0.4
+    assert scored.protocol_ms == 0.4
 
 
 def test_a_time_below_the_physical_floor_is_a_violation_with_a_sentence():
@@ -70,7 +70,7 @@ def test_a_time_below_the_physical_floor_is_a_violation_with_a_sentence():
     # Just above 80 % of the floor is no violation: honest code can beat the copy roof a little.
     near = score_clock(rounds([1.0, 1.0, 1.0], [0.17, 0.17, 0.17]), FLOOR, 0.8)
     assert not near.below_floor
-    # A negative time per call (timed samples faster than the blank ones) is below any floor.
+    # A negative time per call (windows shorter than the protocol's cost) is below any floor.
     assert score_clock(rounds([1.0], [-0.05]), FLOOR, 0.8).below_floor
 
 
@@ -81,13 +81,43 @@ def test_a_reference_that_takes_no_time_is_an_error():
         score_clock([], FLOOR, 0.8)
 
 
+def official(n: int, window_ms: float = 0.9, event_ms: float = 0.5):
+    """An official process's samples: windows of `window_ms` on the grader's clock, of which
+    its own (trusted) event times say `event_ms` was the call."""
+    from cudalab.grading.timing import PacedRun
+    return PacedRun(wall_ms=[window_ms] * n, reported_ms=[event_ms] * n)
+
+
 def test_the_early_stop_rule_compares_with_the_reference_in_the_same_session():
     from cudalab.grading.timing import PacedRun, SessionRun
-    reference = PacedRun(wall_ms=[0.9] * 25, blank_ms=[0.4] * 25)  # 0.5 ms per call
-    assert TooSlow(limit=3.0)(SessionRun(reference, PacedRun(wall_ms=[2.4] * 25)))      # (2.4 - 0.4) / 0.5 = 4
-    assert not TooSlow(limit=3.0)(SessionRun(reference, PacedRun(wall_ms=[1.6] * 25)))  # 2.4
-    assert not TooSlow(limit=3.0)(SessionRun(reference, PacedRun(wall_ms=[2.4] * 5)))   # too early
-    assert not TooSlow(limit=3.0)(SessionRun(reference, None))
+    reference, second = official(25), official(25)  # 0.5 ms per call, 0.4 ms of protocol
+    assert TooSlow(limit=3.0)(SessionRun(reference, second, PacedRun(wall_ms=[2.4] * 25)))      # (2.4 - 0.4) / 0.5 = 4
+    assert not TooSlow(limit=3.0)(SessionRun(reference, second, PacedRun(wall_ms=[1.6] * 25)))  # 2.4
+    assert not TooSlow(limit=3.0)(SessionRun(reference, second, PacedRun(wall_ms=[2.4] * 5)))   # too early
+    assert not TooSlow(limit=3.0)(SessionRun(reference, second, None))
+
+
+def test_the_protocols_cost_is_the_lower_of_the_official_processes_own():
+    # Each official process's own cost is its windows less its own event times. The
+    # reference's time is its event time, whatever state its process is in; the
+    # submission's is its windows less the lower official cost, so one official process
+    # answering 20 us slow for a whole round moves neither.
+    from cudalab.grading.timing import PacedRun, SessionRun
+    usual = SessionRun(official(40), official(40), PacedRun(wall_ms=[1.0] * 40, reported_ms=[0.001] * 40))
+    slow_reference = SessionRun(official(40, window_ms=0.92), official(40),
+                                PacedRun(wall_ms=[1.0] * 40, reported_ms=[0.001] * 40))
+    slow_second = SessionRun(official(40), official(40, window_ms=0.92),
+                             PacedRun(wall_ms=[1.0] * 40, reported_ms=[0.001] * 40))
+    for run in (usual, slow_reference, slow_second):
+        times = run.per_call()
+        assert times.reference_ms == pytest.approx(0.5) and times.protocol_ms == pytest.approx(0.4)
+        assert times.student_ms == pytest.approx(0.6)  # what the submission says of itself is never used
+    # Both official processes slow (a busy host): the cost subtracted is theirs, and the
+    # submission's own windows, which that host slows alike, keep the ratio.
+    busy = SessionRun(official(40, window_ms=0.95), official(40, window_ms=0.96), PacedRun(wall_ms=[1.05] * 40))
+    assert busy.per_call().student_ms == pytest.approx(0.6)
+    # A submission's process in its own slow state is scored slower, never faster.
+    assert SessionRun(official(40), official(40), PacedRun(wall_ms=[1.02] * 40)).per_call().student_ms > 0.6
 
 
 def test_a_lab_may_score_another_quantile_and_the_early_stop_uses_the_same():
@@ -95,9 +125,8 @@ def test_a_lab_may_score_another_quantile_and_the_early_stop_uses_the_same():
     # shortcut, the median (matmul's and occupancy's quantile) scores its usual calls.
     from cudalab.grading import pacer
     from cudalab.grading.timing import PacedRun, Pace, SessionRun
-    reference = PacedRun(wall_ms=[0.9] * 40, blank_ms=[0.4] * 40)
     student = PacedRun(wall_ms=[0.5] * 4 + [2.4] * 36)
-    run = SessionRun(reference, student)
+    run = SessionRun(official(40), official(40), student)
     assert run.per_call().student_ms == pytest.approx(0.1)
     assert run.per_call(0.5).student_ms == pytest.approx(2.0)
     assert not TooSlow(limit=3.0)(run) and TooSlow(limit=3.0, quantile=0.5)(run)
@@ -148,10 +177,10 @@ class FakeAuditor:
 
 
 def honest(words, say):
-    """Blank samples cost the protocol's 0.5 ms, the reference's timed ones 1.5 ms more, the
-    submission's 3 ms more."""
-    number, program, kind = words[1], words[2], words[3]
-    time.sleep(0.0005 if kind == "blank" else 0.002 if program == "reference" else 0.0035)
+    """Every sample costs the protocol's 0.5 ms; the reference's calls (in either of its two
+    processes) 1.5 ms more, the submission's 3 ms more. Each says its event time was 1.5 ms."""
+    number, program = words[1], words[2]
+    time.sleep(0.0035 if program == "student" else 0.002)
     say(f"sealed {number} 1.5")
     say(f"verified {number}")
 
@@ -171,32 +200,32 @@ def test_a_round_interleaves_the_references_samples_and_the_submissions_in_secre
     auditor = FakeAuditor(honest)
     with auditor as channel:
         run = channel.session(pace(keep=0), rng=random.Random(4))
-    reference, student = run.reference, run.student
-    assert reference.timed == 30 and len(reference.blank_ms) == 30 and student.timed == 30
+    reference, second, student = run.reference, run.second, run.student
+    assert reference.timed == second.timed == student.timed == 30
     assert student.reported_ms == [1.5] * 30
     times = run.per_call()
-    assert 1.3 < times.reference_ms < 20 and times.student_ms > times.reference_ms
-    turns = [(s[2], s[3]) for s in samples_seen(auditor)]
-    assert turns[:6] == [("reference", "timed"), ("blank", "blank"), ("student", "timed")] * 2  # the warm-ups
+    assert times.reference_ms == 1.5 and 0.3 < times.protocol_ms < 20  # the officials' own event times
+    assert times.student_ms > times.reference_ms + 1.0  # its 3 ms on the grader's clock, not the 1.5 it said
+    turns = [s[2] for s in samples_seen(auditor)]
+    assert turns[:6] == ["reference", "second", "student"] * 2  # the warm-ups
     main = turns[6:]
-    assert main.count(("reference", "timed")) == main.count(("blank", "blank")) == main.count(("student", "timed")) == 30
-    assert ("student", "blank") not in turns  # a submission never gets a blank sample, which it could tell
-    # Blanks come from a process of their own, and every program has one sample in every
-    # turn: none is the GPU's more recent tenant more often than the others.
+    assert main.count("reference") == main.count("second") == main.count("student") == 30
+    # Every program has one sample in every turn: none is the GPU's more recent tenant more
+    # often than the others.
     triples = [main[i:i + 3] for i in range(0, 90, 3)]
-    assert all({program for program, _ in triple} == {"reference", "blank", "student"} for triple in triples)
+    assert all(set(triple) == {"reference", "second", "student"} for triple in triples)
     assert len({tuple(t) for t in triples}) > 1  # the order is drawn anew each time, not fixed
     stages = [line for line in auditor.seen if line.startswith("stage ")]
     assert len(stages) == len(turns) and len(set(stages)) == len(stages)  # fresh inputs for every sample
 
 
-def test_a_reference_alone_has_its_blanks_and_no_submission():
+def test_a_reference_alone_has_its_two_processes_and_no_submission():
     auditor = FakeAuditor(honest)
     with auditor as channel:
         run = channel.session(pace(student=False, keep=3))
-    assert run.student is None and run.reference.timed == 30 and run.reference.kept == []
-    assert {(s[2], s[3]) for s in samples_seen(auditor)} == {("reference", "timed"), ("blank", "blank")}
-    assert all(int(s[4]) == -1 for s in samples_seen(auditor))
+    assert run.student is None and run.reference.timed == run.second.timed == 30 and run.reference.kept == []
+    assert {s[2] for s in samples_seen(auditor)} == {"reference", "second"}
+    assert all(int(s[3]) == -1 for s in samples_seen(auditor))
 
 
 def test_the_submissions_kept_samples_are_drawn_in_secret_among_its_timed_ones():
@@ -205,8 +234,8 @@ def test_the_submissions_kept_samples_are_drawn_in_secret_among_its_timed_ones()
         run = channel.session(pace(keep=3), rng=random.Random(7))
     samples = {int(s[1]): s for s in samples_seen(auditor)}
     assert sorted(k.slot for k in run.student.kept) == [0, 1, 2]
-    assert all(samples[k.number][2] == "student" and int(samples[k.number][4]) == k.slot for k in run.student.kept)
-    assert sum(int(s[4]) >= 0 for s in samples.values()) == 3  # every other sample goes to the spare slot
+    assert all(samples[k.number][2] == "student" and int(samples[k.number][3]) == k.slot for k in run.student.kept)
+    assert sum(int(s[3]) >= 0 for s in samples.values()) == 3  # every other sample goes to the spare slot
     stages = [int(line.split()[1]) for line in auditor.seen if line.startswith("stage ")]
     numbers = sorted(samples)
     seed_of = dict(zip(numbers, stages))
@@ -278,7 +307,7 @@ def test_a_session_apart_is_a_session_and_the_channel_carries_on():
         first = pacer.session_in_process(channel, pace(samples=10, keep=1))
         second = pacer.session_in_process(channel, pace(samples=10, keep=0, warmup=0, student=False))
     assert first.reference.timed == second.reference.timed == first.student.timed == 10
-    assert len(first.reference.blank_ms) == len(second.reference.blank_ms) == 10 and second.student is None
+    assert first.second.timed == second.second.timed == 10 and second.student is None
     assert len(first.student.kept) == 1
     numbers = [int(s[1]) for s in samples_seen(auditor)]
     assert numbers == list(range(6 + 30 + 20)) and channel.number == 56
@@ -301,7 +330,7 @@ def test_what_the_auditor_sent_past_a_line_is_not_lost_between_processes():
     channel = AuditorChannel(ours.fileno())
     channel.expect("attached student", 5.0)
     assert channel.reader.buffer == b"staged\nsealed 0 1.0\n"
-    theirs.sendall(b"verified 0\nstaged\nsealed 1 1.0\nverified 1\n")  # the blank warm-up's
+    theirs.sendall(b"verified 0\nstaged\nsealed 1 1.0\nverified 1\n")  # the second process's warm-up
     run = pacer.session_in_process(channel, pace(warmup=1, samples=0, keep=0, student=False))
     assert run.reference.timed == 0 and channel.number == 2 and channel.reader.buffer == b""
     ours.close()
@@ -310,22 +339,17 @@ def test_what_the_auditor_sent_past_a_line_is_not_lost_between_processes():
 
 # --- what a round scores: the auditor's split of every sample ---------------------------------
 
-def _session(reference: list[list[float]], blank: list[list[float]], student: list[list[float]]):
+def _session(reference: list[list[float]], second: list[list[float]], student: list[list[float]],
+             event_ms: float):
+    """A round of the auditor's splits [preparation, answer, seal] for each program; the two
+    official processes' own event times say `event_ms` (the submission's say nothing)."""
     from cudalab.grading.timing import PacedRun, SessionRun
 
-    def paced(splits, kind="timed"):
+    def paced(splits, reported):
         walls = [sum(x) + 0.03 for x in splits]  # the grader's own clock: a little more
-        run = PacedRun()
-        if kind == "blank":
-            run.blank_ms, run.blank_split_ms = walls, splits
-        else:
-            run.wall_ms, run.split_ms = walls, splits
-        return run
+        return PacedRun(wall_ms=walls, split_ms=splits, reported_ms=[reported] * len(splits))
 
-    ref = paced(reference)
-    blanks = paced(blank, "blank")
-    ref.blank_ms, ref.blank_split_ms = blanks.blank_ms, blanks.blank_split_ms
-    return SessionRun(ref, paced(student))
+    return SessionRun(paced(reference, event_ms), paced(second, event_ms), paced(student, 0.001))
 
 
 def _samples(answer_ms: float, n: int = 200, stalled: float = 0.0, seed: int = 1, seal_ms: float = 0.28,
@@ -349,16 +373,16 @@ def test_a_round_scores_the_auditors_split_and_wake_up_stalls_do_not_move_it():
     # random: its time per call stays within 1 % of the reference's. The medians of the same
     # samples (what the grader scored before) move by most of the call.
     for stalled in (0.0, 0.35, 0.5):
-        run = _session(_samples(0.34, seed=1, stalled=0.3), _samples(0.15, seed=2, stalled=0.3),
-                       _samples(0.34, seed=3, stalled=stalled))
+        run = _session(_samples(0.34, seed=1, stalled=0.3), _samples(0.34, seed=2, stalled=0.3),
+                       _samples(0.34, seed=3, stalled=stalled), event_ms=0.19)
         times = run.per_call()
         assert times.reference_ms == pytest.approx(0.19, rel=0.02)
         assert times.student_ms / times.reference_ms == pytest.approx(1.0, abs=0.01)
-    stalled_half = _session(_samples(0.34, seed=1), _samples(0.15, seed=2), _samples(0.34, seed=3, stalled=0.55))
+    stalled_half = _session(_samples(0.34, seed=1), _samples(0.34, seed=2), _samples(0.34, seed=3, stalled=0.55),
+                            event_ms=0.19)
     import statistics
-    median_ratio = ((statistics.median(stalled_half.student.wall_ms) - statistics.median(stalled_half.reference.blank_ms))
-                    / (statistics.median(stalled_half.reference.wall_ms)
-                       - statistics.median(stalled_half.reference.blank_ms)))
+    median_ratio = ((statistics.median(stalled_half.student.wall_ms) - statistics.median(stalled_half.reference.wall_ms)
+                     + 0.19) / 0.19)
     assert median_ratio > 1.5  # the old statistic: a correct submission scored as 1.5 times slower
 
 
@@ -380,8 +404,8 @@ def test_a_slow_stretch_of_one_process_does_not_move_its_round():
     from cudalab.grading import timing
 
     def ratio(slow_share: float, quantile: float) -> float:
-        times = _session(_measured(0.25, 380, seed=1), _measured(0.15, 380, seed=2),
-                         _measured(0.25, 380, seed=3, slow_share=slow_share)).per_call(quantile)
+        times = _session(_measured(0.25, 380, seed=1), _measured(0.25, 380, seed=2),
+                         _measured(0.25, 380, seed=3, slow_share=slow_share), event_ms=0.1).per_call(quantile)
         assert times.reference_ms == pytest.approx(0.1, rel=0.03)
         return times.student_ms / times.reference_ms
     assert timing.SCORED_QUANTILE == 0.05
@@ -396,27 +420,25 @@ def test_work_moved_past_done_into_the_seal_is_counted_whole():
     # A program that says 'done' before its work is over, in some or all of its samples,
     # moves that work into the auditor's seal: the low quantile of the answers alone would
     # pay it (0.1 ms a call off), the auditor's whole window counts it back.
-    honest = _session(_samples(0.34, seed=1), _samples(0.15, seed=2), _samples(0.34, seed=3)).per_call()
+    honest = _session(_samples(0.34, seed=1), _samples(0.34, seed=2), _samples(0.34, seed=3), event_ms=0.19).per_call()
     for share in (0.25, 0.5, 1.0):
-        early = _session(_samples(0.34, seed=1), _samples(0.15, seed=2),
-                         _samples(0.34, seed=3, spill=0.1, spill_share=share)).per_call()
+        early = _session(_samples(0.34, seed=1), _samples(0.34, seed=2),
+                         _samples(0.34, seed=3, spill=0.1, spill_share=share), event_ms=0.19).per_call()
         assert early.student_ms == pytest.approx(honest.student_ms, abs=0.0005)  # the same window, to its jitter
 
 
 def test_without_the_auditors_split_a_round_falls_back_to_the_graders_clock():
-    run = _session(_samples(0.34, seed=1), _samples(0.15, seed=2), _samples(0.68, seed=3))
-    for paced in (run.reference, run.student):
-        paced.split_ms = []
-    run.reference.blank_split_ms = []
+    run = _session(_samples(0.34, seed=1), _samples(0.34, seed=2), _samples(0.68, seed=3), event_ms=0.19)
+    run.student.split_ms = []  # one program's split missing: every program's window is the grader's clock
     times = run.per_call()
-    assert times.student_ms / times.reference_ms == pytest.approx((0.68 - 0.15) / (0.34 - 0.15), rel=0.03)
+    assert times.student_ms / times.reference_ms == pytest.approx((0.68 - 0.34 + 0.19) / 0.19, rel=0.03)
 
 
 def test_the_auditors_sealed_line_carries_its_split(monkeypatch):
     mine, theirs = socket.socketpair()
     channel = AuditorChannel(mine.fileno())
     theirs.sendall(b"staged\nsealed 0 1.5 360000 190000 280000\nverified 0\n")
-    number, wall_ms, reported, wrong, split = channel._sample("reference", "timed", -1, 7, 5.0)
+    number, wall_ms, reported, wrong, split = channel._sample("reference", -1, 7, 5.0)
     assert (number, reported, wrong) == (0, 1.5, None)
     assert split == pytest.approx([0.36, 0.19, 0.28])
     mine.close(), theirs.close()

@@ -5,8 +5,8 @@ The auditor is official code in a process of its own: it owns the timed case's i
 outputs in device memory it shares (a file descriptor) with the program being timed, it
 prepares, seals and verifies every sample, and it keeps the samples the grader draws for
 the checker. The reference program is the lab's scoring reference, timed through the same
-auditor in the same way as a submission; a second process of it runs the blank samples
-that measure the protocol's own cost. All three are official, so one process of each
+auditor in the same way as a submission, in two processes whose own event times measure
+the protocol's cost beside their windows (timing.PROTOCOL_COST). All three are official, so one process of each
 serves every round of a grade, and in a batch every round of every grade on its GPU; a
 submission's program is a fresh process in every round, attached to the auditor for its
 session.
@@ -32,7 +32,7 @@ from . import pacer
 from ..errors import GraderError
 from ..isolation.runner import (Runner, audit_argv, failure_reason, fresh_dir, paced_argv, read_untrusted_json,
                      why_nothing_ran)
-from .timing import (BLANK, REFERENCE, STUDENT, AuditorChannel, AuditorError, Floor, LineReader, Pace, ProtocolError,
+from .timing import (OFFICIAL, REFERENCE, SECOND, STUDENT, AuditorChannel, AuditorError, Floor, LineReader, Pace, ProtocolError,
                      SessionRun, send_line)
 from ..isolation.trees import remove_tree
 
@@ -40,7 +40,7 @@ MAX_AGE_S = 1800.0
 _START_TIMEOUT_S = 120.0   # an auditor lays its case out twice and measures the copy roof first
 _ANSWER_TIMEOUT_S = 60.0   # attach, detach and dump (a kept sample of a few GB to disk)
 _READY = re.compile(r"ready (\S+) (\d+)( signal)?")
-_OFFICIAL_WORDS = {REFERENCE: "the reference program", BLANK: "the reference program's process for blank samples"}
+_OFFICIAL_WORDS = {REFERENCE: "the reference program", SECOND: "the reference program's second process"}
 _AUDITOR_READY = re.compile(r"ready (\S+) (\d+) (\d+) (\S+) (\S+) (\S+)")
 
 
@@ -218,7 +218,7 @@ class AuditServer:
         self.clocks: list[float] = []  # the SM clock readings of every reference program that ended
         self._lock = threading.RLock()
         self._auditor: _Kept | None = None
-        self._officials: dict[str, tuple[_Kept, ProgramPipes]] = {}  # REFERENCE and BLANK
+        self._officials: dict[str, tuple[_Kept, ProgramPipes]] = {}  # REFERENCE and SECOND
         self._socket: socket.socket | None = None
         self._arena_fd: int | None = None
         self.channel: AuditorChannel | None = None
@@ -259,7 +259,7 @@ class AuditServer:
                            fp32_tflops=float(ready.group(6)))
         self._arena_fd = fds[0]
         self.channel = AuditorChannel(ours.fileno(), buffer=rest)
-        for name in (REFERENCE, BLANK):  # two processes of the reference program, in the same arena
+        for name in OFFICIAL:  # two processes of the reference program, in the same arena
             self._start_official(name)
 
     def _start_official(self, name: str) -> None:
@@ -282,7 +282,7 @@ class AuditServer:
 
     def _fail(self, why: str, culprit: str = "auditor") -> None:
         """Ends every program and raises GraderError: `why`, and how the culprit (the auditor,
-        or the reference program's REFERENCE or BLANK process) ended."""
+        or the reference program's REFERENCE or SECOND process) ended."""
         kept = self._officials[culprit][0] if culprit in self._officials else self._auditor
         self.close()
         if kept is not None and (kept.error or kept.outcome is not None):
@@ -337,7 +337,7 @@ class AuditServer:
                 raise
             except (AuditorError, OSError) as err:
                 self._fail(f"the auditor failed ({err})")
-            if (not run.reference.wall_ms or not run.reference.blank_ms) and not (run.student and run.student.wrong):
+            if (not run.reference.wall_ms or not run.second.wall_ms) and not (run.student and run.student.wrong):
                 self._fail("the reference's own samples were not timed")
             return run
 

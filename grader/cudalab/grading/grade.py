@@ -281,24 +281,25 @@ class GradingSession:
                 perf["samples"] = samples
                 pending += [checks.submit(self._check_kept_sample, dump, k) for dump, k in taken]
                 times = run.per_call(scored_quantile)
-                blank_ms, reference_ms = times.blank_ms, times.reference_ms
+                protocol_ms, reference_ms = times.protocol_ms, times.reference_ms
                 if not reference_is_plausible(reference_ms, server.floor.floor_ms):
-                    # The clock measured noise, not the reference: this round says nothing of
-                    # the submission, which is timed again (its kept samples are still checked).
-                    voided.append({"reference_ms": reference_ms, "blank_ms": blank_ms, "seconds": seconds})
+                    # The reference's own event times are below what the GPU can do: this round
+                    # measured something other than its work and says nothing of the
+                    # submission, which is timed again (its kept samples are still checked).
+                    voided.append({"reference_ms": reference_ms, "protocol_ms": protocol_ms, "seconds": seconds})
                     perf["voided_rounds"] = voided
                     if len(voided) > timing_rounds:
                         raise GraderError(
-                            f"The grader's clock could not time the reference on {case} on this machine: in "
+                            f"The grader could not time the reference on {case} on this machine: in "
                             f"{len(voided)} rounds it measured the course's own code faster than this GPU "
                             f"can go ({', '.join(format(v['reference_ms'], '.4g') for v in voided)} ms per call, "
                             f"below {REFERENCE_FLOOR_FRACTION:g} of the floor, {server.floor.floor_ms:.4g} "
-                            "ms). The machine was too busy for timing; this is not the submission's fault. "
-                            "Grade it again on a quieter machine.")
+                            "ms). The GPU's clocks or timers misbehaved; this is not the submission's fault. "
+                            "Grade it again on another machine.")
                     number -= 1
                     continue
                 rounds.append(RoundClock(reference_ms=reference_ms, student_ms=times.student_ms,
-                                         blank_ms=blank_ms, student_reported_ms=sub.reported_median_ms()))
+                                         protocol_ms=protocol_ms, student_reported_ms=sub.reported_median_ms()))
                 perf["rounds"].append({**asdict(rounds[-1]), "kept_samples": [k.number for k in sub.kept],
                                        "seconds": seconds})
                 if sub.stopped_early:
@@ -320,7 +321,7 @@ class GradingSession:
                 server.close()
         scored = score_clock(rounds, server.floor, config.timing_floor_fraction)
         perf.update(ratio=scored.ratio, message=scored.message, clock=scored.to_json(),
-                    spread={"reference_rounds": scored.reference_agreement, "blank_ms": scored.blank_ms})
+                    spread={"reference_rounds": scored.reference_agreement, "protocol_ms": scored.protocol_ms})
         if scored.below_floor:
             perf.update(status="zero", flagged=True)
         return perf

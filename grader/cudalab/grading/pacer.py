@@ -35,7 +35,7 @@ def _pace_from_json(data: dict) -> Pace:
 
 
 def _run_json(run: SessionRun) -> dict:
-    return {"reference": dataclasses.asdict(run.reference),
+    return {"reference": dataclasses.asdict(run.reference), "second": dataclasses.asdict(run.second),
             "student": dataclasses.asdict(run.student) if run.student is not None else None}
 
 
@@ -46,7 +46,8 @@ def _paced_from_json(data: dict) -> PacedRun:
 
 def _run_from_json(data: dict) -> SessionRun:
     student = data["student"]
-    return SessionRun(_paced_from_json(data["reference"]), _paced_from_json(student) if student is not None else None)
+    return SessionRun(_paced_from_json(data["reference"]), _paced_from_json(data["second"]),
+                      _paced_from_json(student) if student is not None else None)
 
 
 def _kind(err: Exception) -> str:

@@ -14,15 +14,17 @@ auditor verifies the sealed sample against the reference on the same inputs, and
 keep any sample for the trusted checker: every sample is sealed and verified alike, so the
 program cannot tell which were kept.
 
-The protocol's own cost (pipes, the auditor's preparation and seal, switching the GPU
-between processes) is measured by blank samples that only the course's reference program
-runs: "go N blank" times nothing. In a timing round the reference's timed and blank samples
-and the submission's timed samples are interleaved in an order drawn in secret, so that
-whatever drifts during a round (clocks, the cost of the protocol) drifts for all three
-alike. Each sample is timed by the auditor's own clock too, split into its preparation, the
-program's answer and the seal; a process's time per call is a low quantile of its samples'
-times less the blanks' (SessionRun.per_call says why that is both sharp and safe). The event
-time a program reports is shown, never scored.
+The protocol's own cost (the auditor's preparation and seal, switching the GPU between
+processes, the answer's passage) is measured by the course's reference program, which runs
+in two processes of its own: official code, so each one's own event times are trusted, and
+its window less its event time is the protocol's cost in that process. In a timing round
+the two reference processes' timed samples and the submission's are interleaved in an
+order drawn in secret, so that whatever drifts during a round (clocks, the cost of the
+protocol) drifts for all three alike. Each sample is timed by the auditor's own clock too,
+split into its preparation, the program's answer and the seal; the submission's time per
+call is a low quantile of its samples' times less the lower of the two official processes'
+costs (PROTOCOL_COST and SessionRun.per_call say why that is both sharp and safe). The
+event time the submission reports is shown, never scored.
 """
 from __future__ import annotations
 
@@ -68,12 +70,12 @@ class KeptSample:
 class PacedRun:
     """One program's samples in one session, as the grader measured them."""
     wall_ms: list[float] = field(default_factory=list)       # timed samples, grader's clock
-    blank_ms: list[float] = field(default_factory=list)      # blank samples (the reference's only)
-    reported_ms: list[float] = field(default_factory=list)   # the program's own event times: shown only
-    # The auditor's own clock's split of each timed (and blank) sample: [preparation, the
-    # program's answer from 'go' to 'done', the seal], in ms (official code, see AuditorChannel).
+    # The program's own event times: an official program's are trusted (SessionRun.per_call),
+    # a submission's only shown.
+    reported_ms: list[float] = field(default_factory=list)
+    # The auditor's own clock's split of each timed sample: [preparation, the program's
+    # answer from 'go' to 'done', the seal], in ms (official code, see AuditorChannel).
     split_ms: list[list[float]] = field(default_factory=list)
-    blank_split_ms: list[list[float]] = field(default_factory=list)
     kept: list[KeptSample] = field(default_factory=list)
     stopped_early: bool = False
     wrong: str = ""  # what the auditor found wrong with the first sample that failed its verification
@@ -130,12 +132,12 @@ def send_line(fd: int, line: str, closed: type[Exception] = ChannelClosed) -> No
         raise closed(f"stopped reading its control channel ({err.strerror or err})") from None
 
 
-# The names the auditor knows the programs of a session by. The blank samples are run by a
-# second process of the reference program: each of the three then has one sample in every
-# turn, so none of them is the GPU's (or a CPU's) more recent tenant more often than
-# another, and what a program's switch-in costs is the same in a blank sample as in a
-# timed one (docs/architecture.md, "Paced timing").
-REFERENCE, BLANK, STUDENT = "reference", "blank", "student"
+# The names the auditor knows the programs of a session by: the reference program's two
+# processes and the submission's. Each of the three has one sample in every turn, so none
+# of them is the GPU's (or a CPU's) more recent tenant more often than another
+# (docs/architecture.md, "Paced timing").
+REFERENCE, SECOND, STUDENT = "reference", "second", "student"
+OFFICIAL = (REFERENCE, SECOND)
 
 
 @dataclass(frozen=True)
@@ -161,8 +163,9 @@ class Pace:
 # 0.3 to 3.7 % of its call at the 20th percentile, measured on an H100, and more at lower
 # quantiles: its sample then showed its own low preparations and seals.)
 #
-# A program's time per call is SCORED_QUANTILE of its samples' times less that of the
-# blanks: every sample is verified, so a fast sample did the whole work. A low quantile
+# A program's time per call comes from SCORED_QUANTILE of its samples' times (less the
+# protocol's cost: PROTOCOL_COST): every sample is verified, so a fast sample did the whole
+# work. A low quantile
 # keeps out of the score what slows a process's samples without being its work: the host's
 # wake-up stalls, and stretches of a round in which one process's answers run some 20
 # microseconds slow, for a second and more at a time (measured on an H100: in one round 78 %
@@ -171,6 +174,22 @@ class Pace:
 # ratios with a standard deviation of 0.5 to 1.6 %, the 20th percentile 0.9 to 3.1 %, the
 # median 0.8 to 5.9 %.
 SCORED_QUANTILE = 0.05
+
+# The protocol's cost, and whose. Every sample's window holds, beside the program's call,
+# the auditor's preparation and seal, the program's answer to 'go' and the GPU's switch to
+# the program's context (0.65 to 1.2 ms on an H100, of which about 0.15 ms is the answer),
+# and for a whole round one process can pay 5 to 20 microseconds more of it than the
+# others, the reference's as often as the submission's (docs/architecture.md, "Grading
+# timing"). The reference program runs in two processes of its own, both timing the
+# reference: official code, so each one's own event times are trusted, and its own cost is
+# its windows' quantile less its event times'. The reference's time per call is its event
+# times' quantile (both processes' together), which no process's state moves; the
+# submission's is its windows' quantile less the lower of the two official costs, the cost
+# of a process in its usual state. A submission cannot lower either official cost; work it
+# leaves running into the officials' samples raises their windows, but it runs in its own
+# samples' windows first, where it is counted whole (the suite's GPU-queue entry). What is
+# left is the submission's own process's state: a round in which it answers slowly is
+# scored slower, never faster, and the median of the rounds outvotes it.
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -187,45 +206,45 @@ def quantile(values: list[float], q: float) -> float:
 
 @dataclass(frozen=True)
 class PerCall:
-    """A round's times per call on the grader's clock, after the protocol's own cost."""
+    """A round's times per call, after the protocol's own cost (PROTOCOL_COST)."""
     reference_ms: float
     student_ms: float | None
-    blank_ms: float             # the protocol's cost itself (the blanks' scored statistic)
+    protocol_ms: float          # the protocol's cost subtracted from the submission's samples
 
 
 @dataclass
 class SessionRun:
-    """A session's samples: the reference's (timed and blank) and the submission's."""
+    """A session's samples: the reference's two processes' and the submission's."""
     reference: PacedRun = field(default_factory=PacedRun)
+    second: PacedRun = field(default_factory=PacedRun)
     student: PacedRun | None = None
 
     def per_call(self, scored_quantile: float = SCORED_QUANTILE) -> PerCall:
-        """Each program's time per call in this round (`scored_quantile` of its samples' times:
-        SCORED_QUANTILE, above, unless the lab asks for another), less the blanks'. A sample's
-        time is the auditor's whole window for it where every sample of the round has the
-        auditor's split, else the grader's own clock."""
-        reference, student = self.reference, self.student
-        every = [reference.split_ms, reference.blank_split_ms] + ([student.split_ms] if student else [])
-        lists = [reference.wall_ms, reference.blank_ms] + ([student.wall_ms] if student else [])
-        split = all(len(s) == len(w) and all(len(x) == 3 for x in s) for s, w in zip(every, lists))
+        """Each program's time per call in this round (PROTOCOL_COST says how), from
+        `scored_quantile` of its samples (SCORED_QUANTILE, above, unless the lab asks for
+        another). A sample's time is the auditor's whole window for it where every sample of
+        the round has the auditor's split, else the grader's own clock."""
+        officials = [self.reference, self.second]
+        runs = officials + ([self.student] if self.student is not None else [])
+        split = all(len(r.split_ms) == len(r.wall_ms) and all(len(x) == 3 for x in r.split_ms) for r in runs)
 
-        def scored(wall: list[float], splits: list[list[float]]) -> float:
-            return quantile([sum(x) for x in splits] if split else wall, scored_quantile)
+        def window(run: PacedRun) -> float:
+            return quantile([sum(x) for x in run.split_ms] if split else run.wall_ms, scored_quantile)
 
-        blank = scored(reference.blank_ms, reference.blank_split_ms)
-        reference_ms = scored(reference.wall_ms, reference.split_ms) - blank
-        student_ms = (scored(student.wall_ms, student.split_ms) - blank
-                      if student is not None and student.wall_ms else None)
-        return PerCall(reference_ms=reference_ms, student_ms=student_ms, blank_ms=blank)
+        cost = min(window(run) - quantile(run.reported_ms, scored_quantile) for run in officials)
+        reference_ms = quantile(self.reference.reported_ms + self.second.reported_ms, scored_quantile)
+        student = self.student
+        student_ms = window(student) - cost if student is not None and student.wall_ms else None
+        return PerCall(reference_ms=reference_ms, student_ms=student_ms, protocol_ms=cost)
 
 
-# The course's reference is official code: on the grader's clock it cannot be much faster
-# than the physical floor (the lab's byte model at the copy bandwidth measured now; a tuned
+# The course's reference is official code: its own event times cannot be much faster than
+# the physical floor (the lab's byte model at the copy bandwidth measured now; a tuned
 # kernel beats a device-to-device copy by a few per cent: vector_add's reference measured
 # 0.966 of it on an H100 and on an H200). A round that puts it below this fraction of the
-# floor measured the protocol's noise, not the reference (on a busy host the blank samples'
-# median can exceed the timed ones' by most of a 0.1 ms call), so it counts for nothing: it
-# ends no session early and is timed again (Grading.measure_performance).
+# floor measured something other than the reference's work (a GPU whose clocks or timers
+# misbehaved while it ran), so it counts for nothing: it ends no session early and is
+# timed again (Grading.measure_performance).
 REFERENCE_FLOOR_FRACTION = 0.85
 
 
@@ -248,8 +267,8 @@ class TooSlow:
     quantile: float = SCORED_QUANTILE  # what a round scores (SessionRun.per_call)
 
     def __call__(self, run: SessionRun) -> bool:
-        reference, student = run.reference, run.student
-        if student is None or student.timed < self.after or not reference.blank_ms or not reference.wall_ms:
+        student = run.student
+        if student is None or student.timed < self.after or not run.reference.wall_ms or not run.second.wall_ms:
             return False
         times = run.per_call(self.quantile)
         return (times.reference_ms > 0 and reference_is_plausible(times.reference_ms, self.floor_ms)
@@ -279,7 +298,7 @@ class AuditorChannel:
     def send(self, line: str) -> None:
         send_line(self.fd, line, closed=AuditorError)
 
-    def _sample(self, program: str, kind: str, slot: int, seed: int,
+    def _sample(self, program: str, slot: int, seed: int,
                 timeout_s: float) -> tuple[int, float, float, str | None, list[float]]:
         """One sample: its number, its time on the grader's clock in ms, the time the
         program reported, what its verification found wrong (None: nothing), and the
@@ -290,7 +309,7 @@ class AuditorChannel:
         number = self.number
         self.number += 1
         started = time.perf_counter_ns()
-        self.send(f"sample {number} {program} {kind} {slot}")
+        self.send(f"sample {number} {program} {slot}")
         # The program's own deadline is the auditor's; ours waits a little longer for it.
         line = self.reader.read_line(timeout_s + 10, _SPIN_S, closed=AuditorError, what="the auditor",
                                      bad=AuditorError)
@@ -313,60 +332,55 @@ class AuditorChannel:
         return number, wall_ms, reported, wrong, split
 
     def session(self, pace: Pace, rng=secrets.SystemRandom()) -> SessionRun:
-        """One session: the reference's timed and blank samples and, with pace.student, the
-        submission's timed samples, interleaved in an order drawn in secret. Raises
+        """One session: the timed samples of the reference's two processes and, with
+        pace.student, the submission's, interleaved in an order drawn in secret. Raises
         ProtocolError for a program's faults, AuditorError for the auditor's. A submission's
         sample that fails its verification ends the session (SessionRun.student.wrong)."""
-        run = SessionRun(PacedRun(), PacedRun() if pace.student else None)
+        run = SessionRun(PacedRun(), PacedRun(), PacedRun() if pace.student else None)
         planned = pace.samples if pace.samples is not None else pace.samples_max
         # The kept samples are drawn now, in secret, among those the session will surely reach.
         drawable = pace.samples if pace.samples is not None else pace.samples_min
         keep_at = sorted(rng.sample(range(drawable), min(pace.keep, drawable))) if pace.student else []
         slots = {index: slot for slot, index in enumerate(keep_at)}
+        programs = [*OFFICIAL] + ([STUDENT] if pace.student else [])
+        into = {REFERENCE: run.reference, SECOND: run.second, STUDENT: run.student}
         timed_s = 0.0
 
-        def sample(program: str, kind: str, slot: int = -1, warmup: bool = False) -> bool:
+        def sample(program: str, slot: int = -1, warmup: bool = False) -> bool:
             """One sample recorded where it belongs; False once the submission was wrong."""
             seed = rng.getrandbits(64)
-            number, wall_ms, reported, wrong, split = self._sample(program, kind, slot, seed, pace.sample_timeout_s)
-            into = run.student if program == STUDENT else run.reference  # blanks are the official side's
+            number, wall_ms, reported, wrong, split = self._sample(program, slot, seed, pace.sample_timeout_s)
             if wrong and program != STUDENT:  # the reference disagreed with itself: the grader's problem
                 raise AuditorError(f"the reference program's {wrong} (checked against the auditor's own run)")
             if wrong:
-                into.wrong = wrong
+                run.student.wrong = wrong
                 return False
             if warmup:
                 return True
-            if kind == "blank":
-                into.blank_ms.append(wall_ms)
-                into.blank_split_ms.append(split)
-                return True
-            into.wall_ms.append(wall_ms)
-            into.reported_ms.append(reported)
-            into.split_ms.append(split)
+            ran = into[program]
+            ran.wall_ms.append(wall_ms)
+            ran.reported_ms.append(reported)
+            ran.split_ms.append(split)
             if slot >= 0:
-                into.kept.append(KeptSample(number, seed, slot))
+                ran.kept.append(KeptSample(number, seed, slot))
             return True
 
         for _ in range(pace.warmup):
-            for program, kind in [(REFERENCE, "timed"), (BLANK, "blank")] + ([(STUDENT, "timed")] if pace.student else []):
-                if not sample(program, kind, warmup=True):
+            for program in programs:
+                if not sample(program, warmup=True):
                     return run
         index = 0
         while index < planned and not (pace.samples is None and index >= pace.samples_min and timed_s >= pace.target_s):
-            # The reference's timed and blank samples and the submission's, in an order drawn in secret.
-            turns = [(REFERENCE, "timed"), (BLANK, "blank")] + ([(STUDENT, "timed")] if pace.student else [])
-            for program, kind in rng.sample(turns, len(turns)):
-                if not sample(program, kind, slots.get(index, -1) if program == STUDENT else -1):
+            for program in rng.sample(programs, len(programs)):  # in an order drawn in secret
+                if not sample(program, slots.get(index, -1) if program == STUDENT else -1):
                     return run
-                if program == REFERENCE and kind == "timed":
+                if program == REFERENCE:
                     timed_s += run.reference.wall_ms[-1] / 1000.0
             index += 1
             if pace.stop_when is not None and pace.stop_when(run):
                 run.student.stopped_early = True
                 break
         return run
-
 
 
 # --- what a grade is scored on -----------------------------------------------------------
@@ -392,10 +406,10 @@ class Floor:
 @dataclass(frozen=True)
 class RoundClock:
     """One round on the grader's clock: each program's time per call, after the protocol's
-    cost measured by the reference's blank samples of the same round."""
+    cost measured by the reference's processes in the same round (PROTOCOL_COST)."""
     reference_ms: float
     student_ms: float
-    blank_ms: float
+    protocol_ms: float
     student_reported_ms: float | None = None  # the student's own event time: shown, never scored
 
 
@@ -407,7 +421,7 @@ class ClockScore:
     student_ms: float                   # median of the rounds' student times per call: what is scored
     student_rounds_ms: list[float]
     student_reported_ms: float | None   # what the student's program said of itself (median)
-    blank_ms: float                     # median of the rounds' protocol cost
+    protocol_ms: float                  # median of the rounds' protocol cost
     ratio: float                        # median of the rounds' ratios (student / reference): what is scored
     floor_ms: float
     below_floor: bool
@@ -446,7 +460,7 @@ def score_clock(rounds: list[RoundClock], floor: Floor, floor_fraction: float) -
                    f"clock: {student_ms:.4g} ms per call.")
     return ClockScore(reference_ms=reference_ms, reference_rounds_ms=reference, reference_agreement=spread(reference),
                       student_ms=student_ms, student_rounds_ms=student, student_reported_ms=reported,
-                      blank_ms=statistics.median(r.blank_ms for r in rounds),
+                      protocol_ms=statistics.median(r.protocol_ms for r in rounds),
                       ratio=statistics.median(max(r.student_ms, 0.0) / r.reference_ms for r in rounds),
                       floor_ms=floor.floor_ms, below_floor=below,
                       message=message)
