@@ -165,14 +165,13 @@ class Pace:
 #
 # A program's time per call comes from SCORED_QUANTILE of its samples' times (less the
 # protocol's cost: PROTOCOL_COST): every sample is verified, so a fast sample did the whole
-# work. A low quantile
-# keeps out of the score what slows a process's samples without being its work: the host's
-# wake-up stalls, and stretches of a round in which one process's answers run some 20
-# microseconds slow, for a second and more at a time (measured on an H100: in one round 78 %
-# of the submission's samples, then none). On the same raw samples, 16 rounds of reduction's
-# 0.1 ms call on an H100 and 6 of Sobel's 0.2 ms one, the 5th percentile spread the rounds'
-# ratios with a standard deviation of 0.5 to 1.6 %, the 20th percentile 0.9 to 3.1 %, the
-# median 0.8 to 5.9 %.
+# work. A low quantile keeps out of the score what slows a process's samples without being
+# its work: the host's wake-up stalls, and stretches of a round in which one process's
+# answers run some 20 microseconds slow, for a second and more at a time (measured on an
+# H100: in one round 78 % of the submission's samples, then none). On the same raw samples,
+# 16 rounds of reduction's 0.1 ms call on an H100 and 6 of Sobel's 0.2 ms one, the 5th
+# percentile spread the rounds' ratios with a standard deviation of 0.5 to 1.6 %, the 20th
+# percentile 0.9 to 3.1 %, the median 0.8 to 5.9 %.
 SCORED_QUANTILE = 0.05
 
 # The protocol's cost, and whose. Every sample's window holds, beside the program's call,
