@@ -6,10 +6,10 @@ outputs in device memory it shares (a file descriptor) with the program being ti
 prepares, seals and verifies every sample, and it keeps the samples the grader draws for
 the checker. The reference program is the lab's scoring reference, timed through the same
 auditor in the same way as a submission, in two processes whose own event times measure
-the protocol's cost beside their windows (timing.PROTOCOL_COST). All three are official, so one process of each
-serves every round of a grade, and in a batch every round of every grade on its GPU; a
-submission's program is a fresh process in every round, attached to the auditor for its
-session.
+the protocol's cost beside their windows (timing.PROTOCOL_COST). All three are official,
+so one process of each serves every round of a grade, and in a batch every round of every
+grade on its GPU; a submission's program is a fresh process in every round, attached to
+the auditor for its session.
 
 Between sessions they wait on their pipes, running nothing, and the GPU's idle check
 ignores them (pids()). A server is replaced once it is MAX_AGE_S old, and one whose
@@ -32,8 +32,8 @@ from . import pacer
 from ..errors import GraderError
 from ..isolation.runner import (Runner, audit_argv, failure_reason, fresh_dir, paced_argv, read_untrusted_json,
                      why_nothing_ran)
-from .timing import (OFFICIAL, REFERENCE, SECOND, STUDENT, AuditorChannel, AuditorError, Floor, LineReader, Pace, ProtocolError,
-                     SessionRun, send_line)
+from .timing import (OFFICIAL, REFERENCE, SECOND, STUDENT, AuditorChannel, AuditorError, Floor, LineReader, Pace,
+                     ProtocolError, SessionRun, send_line)
 from ..isolation.trees import remove_tree
 
 MAX_AGE_S = 1800.0
