@@ -95,15 +95,19 @@ def main() -> int:
               f"{'; first failure: ' + first_fail[:90] if first_fail else ''}")
         phases = (g.get("provenance") or {}).get("phases_s") or {}
         if phases:
-            print("    time: " + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()))
+            beside = {"device_probe", "audit_start"}  # run while the submission builds (grade.grade)
+            print("    time: " + ", ".join(f"{k} {v:.1f} s" + (" (beside the build)" if k in beside else "")
+                                       for k, v in phases.items()))
         clock = perf.get("clock") or {}
         if clock:
             rounds = ", ".join(f"{e:.4f}" for e in clock.get("reference_rounds_ms", []))
             mine = ", ".join(f"{e:.4f}" for e in clock.get("student_rounds_ms", []))
+            reported = clock.get("student_reported_ms")
+            said = format(reported, ".4f") if isinstance(reported, (int, float)) else "nothing"
             print(f"    grader's clock: reference {clock['reference_ms']:.4f} ms per call (rounds [{rounds}], agree "
                   f"within {100 * clock['reference_agreement']:.2f}%), submission {clock['student_ms']:.4f} ms "
                   f"(rounds [{mine}]); protocol cost (the reference's processes) {clock['protocol_ms']:.4f} ms; "
-                  f"floor {clock['floor_ms']:.4f} ms; the program said {clock['student_reported_ms']} ms; "
+                  f"floor {clock['floor_ms']:.4f} ms; the program said {said} ms; "
                   f"{perf.get('samples')} timed samples per session")
     if (out / "suite.txt").exists():
         print("hostile suite (graded through the sandbox):")
