@@ -221,6 +221,25 @@ class Clock(_Section):
 
 
 @dataclass
+class RegradeRange(_Section):
+    """The lowest and highest of a grade's rounds' ratios and the performance points at each
+    (scoring.regrade_range): what a regrade of the same code on the same machine is made of."""
+    rounds: int
+    low_ratio: float
+    high_ratio: float
+    points_at_low: float
+    points_at_high: float
+    extra: dict = field(default_factory=dict)
+    FIELDS = ("rounds", "low_ratio", "high_ratio", "points_at_low", "points_at_high")
+
+    @classmethod
+    def from_json(cls, body: Any, where: str = "regrade_range") -> "RegradeRange":
+        body = _object(body, where)
+        return _section(cls, body, dict(rounds=_take(body, "rounds", (int,), where),
+                                        **{key: _take(body, key, NUMBER, where) for key in cls.FIELDS[1:]}))
+
+
+@dataclass
 class Performance(_Section):
     status: PerformanceStatus
     message: str = ""
@@ -230,8 +249,10 @@ class Performance(_Section):
     flagged: bool = False
     timing_case: str | None = None   # the case timed (absent where none was)
     clock: Clock | None = None       # absent where nothing was timed
+    regrade_range: RegradeRange | None = None  # absent where fewer than two rounds were scored
     extra: dict = field(default_factory=dict)
-    FIELDS = ("status", "message", "points", "max_points", "ratio", "flagged", "timing_case", "clock")
+    FIELDS = ("status", "message", "points", "max_points", "ratio", "flagged", "timing_case", "clock",
+              "regrade_range")
 
     @property
     def scored_ratio(self) -> float | None:
@@ -247,7 +268,8 @@ class Performance(_Section):
             ratio=_take(body, "ratio", NUMBER, where, None, nullable=True),
             flagged=_take(body, "flagged", (bool,), where, False),
             timing_case=_take(body, "timing_case", (str,), where, None, nullable=True),
-            clock=_optional(Clock, body, "clock", where)))
+            clock=_optional(Clock, body, "clock", where),
+            regrade_range=_optional(RegradeRange, body, "regrade_range", where)))
 
 
 @dataclass

@@ -116,7 +116,10 @@ def full_marks():
     said = ("Your program's own CUDA events said 0.2559 ms per call; the grade uses the grader's clock: "
             "0.2565 ms per call.")
     result["performance"].update(status="scored", points=30.0, ratio=0.95, flagged=False, message=said,
-                                 clock=clock(0.2565, 0.95, student_reported_ms=0.2559, message=said))
+                                 clock=clock(0.2565, 0.95, student_reported_ms=0.2559, message=said,
+                                             student_rounds_ms=[0.2565, 0.2591, 0.2549]),
+                                 regrade_range={"rounds": 3, "low_ratio": 0.9373, "high_ratio": 0.9526,
+                                                "points_at_low": 30.0, "points_at_high": 30.0})
     result["warnings"] = []
     return result
 

@@ -107,7 +107,14 @@ def test_only_the_graders_clock_is_scored_and_the_programs_claim_is_only_shown(t
     assert clock["student_reported_ms"] == 0.5
     assert clock["student_ms"] > 3.0 and perf["ratio"] > 1.5 and perf["points"] < 30
     assert "events said 0.5 ms per call; the grade uses the grader's clock" in perf["message"]
-    assert "grader's clock" in report.render_feedback(GradeResult.from_json(result))
+    feedback = report.render_feedback(GradeResult.from_json(result))
+    assert "grader's clock" in feedback
+    # The rounds' lowest and highest ratios, and the points a regrade could land on.
+    ranged = perf["regrade_range"]
+    ratios = [s / r for s, r in zip(clock["student_rounds_ms"], clock["reference_rounds_ms"])]
+    assert (ranged["rounds"], ranged["low_ratio"], ranged["high_ratio"]) == (2, min(ratios), max(ratios))
+    assert ranged["points_at_low"] >= perf["points"] >= ranged["points_at_high"]
+    assert f"Its 2 rounds ranged from {ranged['low_ratio']:.3g} to {ranged['high_ratio']:.3g} times" in feedback
 
 
 def test_fast_but_wrong_in_the_timed_samples_scores_no_performance(toy_config, toy_submission,

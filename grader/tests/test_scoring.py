@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from cudalab.lab.labspec import Scoring
-from cudalab.grading.scoring import performance_fraction, score
+from cudalab.grading.scoring import performance_fraction, regrade_range, score
 
 SCORING = Scoring(correctness_points=70, performance_points=30, timing_case="t",
                   full_marks_ratio=1.10, zero_marks_ratio=3.00)
@@ -51,3 +51,12 @@ def test_sanitizer_points_come_off_the_total_never_below_zero():
     assert full.to_json()["sanitizer_penalty"] == 10
     none_passed = score(SCORING, [False] * 4, None, sanitizer_penalty=10)
     assert none_passed.total == 0
+
+
+def test_regrade_range_is_the_rounds_lowest_and_highest_ratio_and_their_points():
+    ranged = regrade_range(SCORING, [2.0, 4.2, 1.1, 0.0], [1.0, 2.0, 1.0, 1.0])
+    assert ranged == {"rounds": 4, "low_ratio": 0.0, "high_ratio": pytest.approx(2.1),
+                      "points_at_low": 30.0, "points_at_high": pytest.approx(14.2105, abs=1e-4)}
+    # A reference time of zero (never measured) leaves that round out; one round is no range.
+    assert regrade_range(SCORING, [1.0, 1.0], [1.0, 0.0]) is None
+    assert regrade_range(SCORING, [], []) is None

@@ -27,7 +27,7 @@ from ..lab.labspec import LabSpec
 from ..isolation.runner import RUN, Runner, failure_reason, fresh_dir, read_untrusted_json, scratch_dir, why_nothing_ran
 from ..isolation.sandbox import ProcessResult, Sandbox, run_limits
 from .audit import AuditServer, KeptDump
-from .scoring import case_points, score as compute_score, zero as zero_score
+from .scoring import case_points, regrade_range, score as compute_score, zero as zero_score
 from ..status import Status
 from .timing import (REFERENCE_FLOOR_FRACTION, SCORED_QUANTILE, ChannelClosed, Pace, ProtocolError, RoundClock,
                      SessionRun, TooSlow, reference_is_plausible, score_clock, send_line)
@@ -467,6 +467,10 @@ def grade_built(result: dict, config: Config, spec: LabSpec, binary: Path, tmp: 
         points = compute_score(spec.scoring, passed, ratio, penalty)
         perf.update(points=points.performance, max_points=points.performance_max,
                     timing_case=spec.scoring.timing_case)
+        clock = perf.get("clock") if ratio is not None else None
+        ranged = clock and regrade_range(spec.scoring, clock["student_rounds_ms"], clock["reference_rounds_ms"])
+        if ranged:  # how far a regrade of the same code could move the points
+            perf["regrade_range"] = ranged
         result["performance"] = perf
         result["score"] = points.to_json()
         result["provenance"]["spread"] = perf.get("spread")

@@ -58,5 +58,24 @@ def score(scoring: Scoring, passed: list[bool], ratio: float | None, sanitizer_p
                  sanitizer_penalty)
 
 
+def regrade_range(scoring: Scoring, student_rounds_ms: list[float], reference_rounds_ms: list[float]) -> dict | None:
+    """The lowest and highest of a grade's rounds' ratios (student / reference, each round's
+    own), and the performance points each would earn: a regrade of the same code on the same
+    machine scores the median of rounds like these, so the student sees how far the points
+    could move (with seven rounds the next median lands between the two in about 93 % of
+    regrades where the rounds vary at random; with three, in about 60 %). None for fewer
+    than two rounds."""
+    ratios = [max(s, 0.0) / r for s, r in zip(student_rounds_ms, reference_rounds_ms) if r > 0]
+    if len(ratios) < 2:
+        return None
+    low, high = min(ratios), max(ratios)
+
+    def points(ratio: float) -> float:
+        return round(scoring.performance_points * performance_fraction(ratio, scoring.full_marks_ratio,
+                                                                       scoring.zero_marks_ratio), 4)
+    return {"rounds": len(ratios), "low_ratio": low, "high_ratio": high,
+            "points_at_low": points(low), "points_at_high": points(high)}
+
+
 def zero(scoring: Scoring) -> Score:
     return Score(0.0, scoring.correctness_points, 0.0, scoring.performance_points)
