@@ -157,6 +157,29 @@ bool any_float(const std::vector<HostArray>& arrays) {
     return std::any_of(arrays.begin(), arrays.end(), [](const HostArray& a) { return dtype_is_float(a.dtype); });
 }
 
+bool same_bits(const std::vector<HostArray>& a, const std::vector<HostArray>& b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](const HostArray& x, const HostArray& y) {
+               return x.bytes == y.bytes;
+           });
+}
+
+std::size_t total_bytes(const std::vector<HostArray>& arrays) {
+    std::size_t bytes = 0;
+    for (const HostArray& a : arrays) bytes += a.bytes.size();
+    return bytes;
+}
+
+// A float answer whose additions follow timing (atomicAdd into a few floats) can come out
+// the same twice by chance: a sum atomicAdded from every block's came out the same in one
+// pair of runs of ten on an H100 (reduction's n_1048583_hard, ten seeds), and that seed
+// passed the case every other seed failed. So a
+// case whose outputs are small (the sums and small products where such chains live) runs
+// again, up to kMostFloatRuns in all, until an answer differs from the first; that one, or
+// the last, is the second run the checker sees. A large output runs twice, as its download
+// is the cost.
+constexpr int kMostFloatRuns = 4;
+constexpr std::size_t kRunsAgainBelowBytes = std::size_t{1} << 20;
+
 // Every call of the code under test sits in an NVTX range of this name, so that a
 // profiler can be told to look at those kernels only (`cudalab ladder --profile` asks
 // Nsight Compute for the lecture's table this way), and not at the harness's own input
@@ -183,16 +206,21 @@ int run_cases(Session& s) {
         LABKIT_CHECK(cudaDeviceSynchronize());
         const auto got = c.download_outputs();
         if (!s.options.dump_dir.empty()) dump_outputs(s.options.dump_dir, *spec, got);
-        // A float case runs a second time on the same inputs, its outputs poisoned anew and
-        // its blocks scheduled differently: the checker compares the two bit for bit and
-        // judges the worse (an answer whose order of additions follows timing changes).
+        // A float case runs again on the same inputs, its outputs poisoned anew and its
+        // blocks scheduled differently: the checker compares the second run with the first
+        // bit for bit and judges the worse (an answer whose order of additions follows
+        // timing changes). Small outputs run until one differs (kMostFloatRuns, above).
         if (any_float(got)) {
-            c.prepare(s.options.seed);
-            shuffle_block_order();
-            run_code_under_test(c.run());
-            LABKIT_CHECK_LAUNCH();
-            LABKIT_CHECK(cudaDeviceSynchronize());
-            const auto again = c.download_outputs();
+            const int runs = total_bytes(got) < kRunsAgainBelowBytes ? kMostFloatRuns : 2;
+            std::vector<HostArray> again;
+            for (int run = 2; run <= runs && (run == 2 || same_bits(again, got)); ++run) {
+                c.prepare(s.options.seed);
+                shuffle_block_order();
+                run_code_under_test(c.run());
+                LABKIT_CHECK_LAUNCH();
+                LABKIT_CHECK(cudaDeviceSynchronize());
+                again = c.download_outputs();
+            }
             if (!s.options.dump_dir.empty()) dump_outputs(s.options.dump_dir, *spec, again, 2);
         }
         if (!s.options.quiet) std::printf("RAN  %-14s (%s)\n", spec->name.c_str(), params_text(*spec).c_str());
