@@ -172,11 +172,10 @@ std::size_t total_bytes(const std::vector<HostArray>& arrays) {
 // A float answer whose additions follow timing (atomicAdd into a few floats) can come out
 // the same twice by chance: a sum atomicAdded from every block's came out the same in one
 // pair of runs of ten on an H100 (reduction's n_1048583_hard, ten seeds), and that seed
-// passed the case every other seed failed. So a
-// case whose outputs are small (the sums and small products where such chains live) runs
-// again, up to kMostFloatRuns in all, until an answer differs from the first; that one, or
-// the last, is the second run the checker sees. A large output runs twice, as its download
-// is the cost.
+// passed the case every other seed failed. So a case whose outputs are small (the sums and
+// small products where such chains live) runs again, up to kMostFloatRuns in all, until an
+// answer differs from the first; that one, or the last, is the second run the checker
+// sees. A large output runs twice, as its download is the cost.
 constexpr int kMostFloatRuns = 4;
 constexpr std::size_t kRunsAgainBelowBytes = std::size_t{1} << 20;
 
