@@ -20,12 +20,11 @@ rm -rf "$out" && mkdir -p "$out"
 trap '[ -n "${OUT:-}" ] && tar -czf "$OUT/gpu-check.tar.gz" -C "$root/build" gpu-check' EXIT
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
 export PYTHONPATH="$root/grader${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-# What tools/stage-deps.sh staged for a machine without a registry: the grader's pure-Python
-# dependencies and the course service's packages (the tests import them).
-for staged in "$root/.deps/python-$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
-              "$root/.deps/python"; do
-  [ -d "$staged" ] && PYTHONPATH="$PYTHONPATH:$staged"
-done
+# What tools/stage-deps.sh staged for a machine without a registry (object_analysis.staged_deps):
+# the grader's pure-Python dependencies and the course service's packages (the tests import them).
+staged="$(python3 -c 'import sys; from pathlib import Path; from cudalab.intake.object_analysis import staged_deps
+print(":".join(str(p) for p in staged_deps(Path(sys.argv[1])) if p.is_dir()))' "$root")"
+[ -n "$staged" ] && PYTHONPATH="$PYTHONPATH:$staged"
 export CUDALAB_PRESET=gpu
 step() { printf '\n=== %s (%s)\n' "$*" "$(date +%T)"; }
 
