@@ -118,7 +118,7 @@ def full_marks():
     result["performance"].update(status="scored", points=30.0, ratio=0.95, flagged=False, message=said,
                                  clock=clock(0.2565, 0.95, student_reported_ms=0.2559, message=said,
                                              student_rounds_ms=[0.2565, 0.2591, 0.2549]),
-                                 regrade_range={"rounds": 3, "low_ratio": 0.9373, "high_ratio": 0.9526,
+                                 regrade_range={"rounds": 3, "low_ratio": 0.9413, "high_ratio": 0.9508,
                                                 "points_at_low": 30.0, "points_at_high": 30.0})
     result["warnings"] = []
     return result
